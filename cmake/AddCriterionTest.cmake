@@ -1,0 +1,15 @@
+# add_criterion_test(NAME name SOURCES a.c ... [LIBS lib ...] LABELS unit|sim|integration
+#                    [TIMEOUT seconds])
+# One Criterion binary per test file, one ctest entry each (syslog-ng style), labelled so that
+# `ctest -L unit` and `ctest -L sim` run without FUSE.
+function(add_criterion_test)
+  cmake_parse_arguments(ACT "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${ACT_NAME} ${ACT_SOURCES})
+  target_link_libraries(${ACT_NAME} PRIVATE PkgConfig::CRITERION ${ACT_LIBS})
+  # -j1: the suites share the 2-core machine with ctest's own parallelism.
+  add_test(NAME ${ACT_NAME} COMMAND ${ACT_NAME} -j1 --full-stats)
+  if(NOT ACT_TIMEOUT)
+    set(ACT_TIMEOUT 300)
+  endif()
+  set_tests_properties(${ACT_NAME} PROPERTIES LABELS "${ACT_LABELS}" TIMEOUT ${ACT_TIMEOUT})
+endfunction()

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * executor.h - the only threaded scheduling code: a pool of workers around the pure core.
+ *
+ * FUSE session threads call exec_read/exec_write/exec_fsync: they build a request, enqueue it
+ * under the executor lock and return WITHOUT replying. A worker later takes the request that
+ * sched_dispatch() chooses, performs the I/O on the backing fd outside the lock, completes it
+ * in the core and sends the one FUSE reply (libfuse allows replying from any thread).
+ *
+ * Lock order: ex->lock is a leaf (nothing else is taken while holding it).
+ */
+#ifndef CFQFS_EXECUTOR_H
+#define CFQFS_EXECUTOR_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sched.h"
+
+struct executor;
+struct dev_model;
+
+/* Who a request is charged to (filled by classify.c). */
+struct exec_tag {
+	uint64_t file;	    /* file identity (st_dev, st_ino mix) */
+	uint64_t queue_key; /* io context: tgid, or tid with queue_by = thread */
+	uint32_t group;	    /* scheduler group id */
+	uint8_t ioclass;    /* enum sched_class */
+	uint8_t level;	    /* 0..7 */
+	bool sync;	    /* for writes: handle opened O_SYNC/O_DSYNC/O_DIRECT */
+};
+
+struct exec_options {
+	unsigned depth;		 /* worker threads = device queue depth; 1..256 */
+	enum sched_policy policy;
+	bool rotational;
+};
+
+/*
+ * Starts `opts->depth` workers over a new scheduler. Returns NULL on failure with *err set to
+ * a negative errno. The executor owns the scheduler.
+ */
+struct executor *exec_create(const struct exec_options *opts, int *err);
+
+/*
+ * Stops accepting (later submissions are answered EIO... see exec_stop), lets workers finish
+ * every queued request, joins them and frees everything. Safe to call once.
+ */
+void exec_destroy(struct executor *ex);
+
+/*
+ * The three data operations. Each replies to `req` exactly once, from a worker or, on an
+ * immediate failure, from the caller's thread before returning. `fd` must stay open until the
+ * reply (the kernel holds the file while the request is outstanding). Cannot fail.
+ */
+void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t off,
+	       const struct exec_tag *tag);
+void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec *in_buf,
+		off_t off, const struct exec_tag *tag);
+void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
+		const struct exec_tag *tag);
+
+/* Runs fn(arg, sd) under the executor lock (control files, stats, tunables). Returns fn's
+ * value. fn must not block. */
+int exec_with_sched(struct executor *ex, int (*fn)(void *arg, struct sched *sd), void *arg);
+
+#endif /* CFQFS_EXECUTOR_H */

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pt.h - the passthrough filesystem: the low-level FUSE operations over SOURCE.
+ *
+ * Metadata operations run inline on the FUSE session thread on O_PATH fds with *at() calls;
+ * read/write/fsync/fdatasync are handed to the executor (executor.h), which replies.
+ */
+#ifndef CFQFS_PT_H
+#define CFQFS_PT_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+
+struct executor;
+struct pt_fs;
+
+struct pt_options {
+	const char *source;	   /* SOURCE directory (absolute path) */
+	double attr_timeout;	   /* [s] kernel attribute cache */
+	double entry_timeout;	   /* [s] kernel dentry cache */
+	bool kernel_cache;	   /* keep page cache across opens (hides reads from the scheduler) */
+	bool writeback_cache;	   /* kernel write-back cache (writes arrive late, pid 0) */
+	bool direct_io;		   /* FOPEN_DIRECT_IO on every open: all I/O reaches the scheduler */
+	bool xattr;		   /* pass extended attributes through */
+	bool flock;		   /* BSD locks by the kernel (flock) */
+	bool posix_lock;	   /* POSIX locks through to SOURCE (OFD locks) */
+	const char *ctl_dir;	   /* control directory name at the root, "" = none */
+};
+
+/*
+ * Opens SOURCE and builds the mount state. Returns NULL with *err = -errno (ENOENT: SOURCE
+ * missing, ENOTDIR: not a directory, ...). `ex` is borrowed and must outlive the pt_fs.
+ */
+struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int *err);
+void pt_destroy(struct pt_fs *fs);
+
+/* The operations table; userdata for fuse_session_new() is the struct pt_fs. */
+const struct fuse_lowlevel_ops *pt_ops(void);
+
+#endif /* CFQFS_PT_H */
