@@ -40,14 +40,19 @@ struct exec_options {
 };
 
 /*
- * Starts `opts->depth` workers over a new scheduler. Returns NULL on failure with *err set to
- * a negative errno. The executor owns the scheduler.
+ * Creates an executor over a new scheduler; no thread runs until exec_start(). Returns NULL on
+ * failure with *err set to a negative errno. The executor owns the scheduler.
  */
 struct executor *exec_create(const struct exec_options *opts, int *err);
 
+/* Starts the workers (after fuse_daemonize(), whose fork would lose them). Returns 0 or
+ * -errno with no thread left running. */
+int exec_start(struct executor *ex);
+
 /*
- * Stops accepting (later submissions are answered EIO... see exec_stop), lets workers finish
- * every queued request, joins them and frees everything. Safe to call once.
+ * Stops accepting (later submissions are answered EIO), lets the workers finish every queued
+ * and in-flight request and reply to it, joins them and frees everything. Call once, after the
+ * FUSE session loop has returned.
  */
 void exec_destroy(struct executor *ex);
 

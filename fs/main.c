@@ -1,9 +1,471 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Placeholder while the daemon is wired up (replaced in the foundation work). */
+/*
+ * main.c - command line, configuration, wiring and the FUSE session loop.
+ *
+ * Order matters: everything that can fail with a message for the user (arguments, config,
+ * SOURCE, mount) happens before fuse_daemonize() so the message reaches the terminal; worker
+ * threads start after it, because the daemonizing fork would lose them. On exit the executor
+ * drains (every queued request is served and answered) before the unmount.
+ */
+#define FUSE_USE_VERSION 34
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-int main(void)
+#include "config.h"
+#include "executor.h"
+#include "log.h"
+#include "probe.h"
+#include "pt.h"
+
+#define MAX_FUSE_OPTS 64
+
+static const char usage_text[] =
+	"Usage: cfqfs [OPTIONS] SOURCE MOUNTPOINT\n"
+	"Fair-share I/O scheduling FUSE filesystem: shows SOURCE at MOUNTPOINT and passes every\n"
+	"read, write and fsync through a CFQ I/O scheduler keyed by process, cgroup and ionice.\n"
+	"\n"
+	"General options:\n"
+	"  -h, --help            print this help and exit\n"
+	"  -V, --version         print the version and exit\n"
+	"  -f                    stay in the foreground (log to stderr instead of syslog)\n"
+	"  -d                    debug: foreground, FUSE request trace, debug log\n"
+	"  -s                    single-threaded FUSE loop (data I/O still uses the workers)\n"
+	"  -c FILE               read the configuration FILE (same as -o config=FILE)\n"
+	"  -o OPT[,OPT...]       mount options, below; may be repeated\n"
+	"\n"
+	"cfqfs options (-o KEY=VALUE; any key of the configuration file, see cfqfs(8)):\n"
+	"  config=FILE           libconfig file, see /etc/cfqfs/cfqfs.conf.example\n"
+	"  scheduler=NAME        cfq (default), deadline or noop\n"
+	"  depth=N               worker threads = requests in flight on SOURCE (default 8)\n"
+	"  rotational=auto|true|false\n"
+	"                        does SOURCE spin (default auto: from its block device);\n"
+	"                        on non-rotational SOURCE cfq defaults to slice_idle=0 (IOPS mode)\n"
+	"  TUNABLE=VALUE         any scheduler tunable, in sysfs units: slice_idle=0,\n"
+	"                        group_idle=8, quantum=8, target_latency=300, low_latency=1, ...\n"
+	"  ctl_dir=NAME          control directory at the mount root (default .cfqfs; empty: none)\n"
+	"  direct_io             bypass the page cache: every read and write is scheduled\n"
+	"  kernel_cache          keep cached file data across opens; cached reads are NOT\n"
+	"                        seen by the scheduler\n"
+	"  writeback_cache       let the kernel buffer writes; they reach the scheduler late,\n"
+	"                        in large batches, charged to the file's opener\n"
+	"  attr_timeout=SECS     attribute cache lifetime (default 1)\n"
+	"  entry_timeout=SECS    name lookup cache lifetime (default 1)\n"
+	"  xattr=false           do not pass extended attributes through\n"
+	"  clone_fd              one /dev/fuse descriptor per FUSE thread\n"
+	"  max_idle_threads=N    idle FUSE threads kept (default 10)\n"
+	"\n"
+	"FUSE options (passed to the kernel and libfuse):\n"
+	"  allow_other           let every user use the mount (as root, or user_allow_other in\n"
+	"                        /etc/fuse.conf); the kernel checks permissions\n"
+	"  default_permissions   always on; no_default_permissions is refused\n"
+	"  ro, rw, nosuid, nodev, noexec, noatime, fsname=NAME, subtype=NAME, max_read=N, ...\n"
+	"\n"
+	"Examples:\n"
+	"  cfqfs /srv/data /mnt/fair\n"
+	"  cfqfs -o allow_other,config=/etc/cfqfs/cfqfs.conf /srv/data /mnt/fair\n"
+	"  mount -t fuse.cfqfs /srv/data /mnt/fair -o allow_other,slice_idle=0,group_idle=8\n"
+	"  fstab:  /srv/data  /mnt/fair  fuse.cfqfs  allow_other,config=/etc/cfqfs/cfqfs.conf  0 0\n"
+	"  unmount: fusermount3 -u /mnt/fair\n"
+	"\n"
+	"Exit status: 0 after a clean unmount, 1 on bad usage or configuration, 2 if SOURCE or\n"
+	"MOUNTPOINT is unusable, 3 if mounting failed.\n";
+
+struct cmdline {
+	const char *source;
+	const char *mountpoint;
+	const char *config_file;
+	char *config_owned; /* the -o config= string config_file points into */
+	bool foreground;
+	bool debug;
+	bool single_thread;
+	bool clone_fd;
+	unsigned max_idle_threads;
+	/* -o KEY=VALUE for the configuration, applied after the file whatever the order. */
+	unsigned nr_overrides;
+	char *overrides[MAX_FUSE_OPTS];
+	/* Options passed through to libfuse, comma-joined later. */
+	unsigned nr_fuse_opts;
+	char *fuse_opts[MAX_FUSE_OPTS];
+};
+
+static int die_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "cfqfs: not built yet\n");
+	fprintf(stderr, "cfqfs: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see cfqfs --help)\n");
 	return 1;
+}
+
+/* Splits one -o argument on commas (a backslash escapes a comma) and sorts each option. */
+static int add_opts(struct cmdline *cl, const char *arg)
+{
+	char *copy = strdup(arg), *p = copy, *start = copy, *w = copy;
+
+	if (!copy)
+		return -ENOMEM;
+	for (;; p++) {
+		if (*p == '\\' && p[1]) {
+			*w++ = *++p;
+			continue;
+		}
+		if (*p != ',' && *p != '\0') {
+			*w++ = *p;
+			continue;
+		}
+		bool last = *p == '\0';
+		*w = '\0';
+		if (*start) {
+			char *opt = strdup(start);
+			if (!opt)
+				goto out_nomem;
+			if (!strncmp(opt, "config=", 7)) {
+				free(cl->config_owned);
+				cl->config_owned = opt;
+				cl->config_file = opt + 7;
+			} else if (!strcmp(opt, "clone_fd")) {
+				cl->clone_fd = true;
+				free(opt);
+			} else if (!strncmp(opt, "max_idle_threads=", 17)) {
+				cl->max_idle_threads = (unsigned)strtoul(opt + 17, NULL, 10);
+				free(opt);
+			} else if (!strcmp(opt, "debug")) {
+				cl->debug = cl->foreground = true;
+				free(opt);
+			} else if (cl->nr_overrides + cl->nr_fuse_opts >= MAX_FUSE_OPTS - 1) {
+				free(opt);
+				goto out_toomany;
+			} else {
+				/* Decided after the config is known: cfg_set says whether it is ours. */
+				cl->overrides[cl->nr_overrides++] = opt;
+			}
+		}
+		if (last)
+			break;
+		start = w = p + 1;
+	}
+	free(copy);
+	return 0;
+out_toomany:
+	free(copy);
+	return -E2BIG;
+out_nomem:
+	free(copy);
+	return -ENOMEM;
+}
+
+static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
+{
+	int i, npos = 0;
+	bool no_more_opts = false;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!no_more_opts && a[0] == '-' && a[1]) {
+			if (!strcmp(a, "--")) {
+				no_more_opts = true;
+			} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+				fputs(usage_text, stdout);
+				exit(0);
+			} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+				printf("cfqfs %s (libfuse %s)\n", CFQFS_VERSION, fuse_pkgversion());
+				exit(0);
+			} else if (!strcmp(a, "-f")) {
+				cl->foreground = true;
+			} else if (!strcmp(a, "-d")) {
+				cl->debug = cl->foreground = true;
+			} else if (!strcmp(a, "-s")) {
+				cl->single_thread = true;
+			} else if (!strcmp(a, "-c") || !strcmp(a, "-o")) {
+				if (i + 1 >= argc)
+					return die_usage("option %s needs an argument", a);
+				if (a[1] == 'c')
+					cl->config_file = argv[++i];
+				else if (add_opts(cl, argv[++i]) < 0)
+					return die_usage("too many or unreadable options in -o %s", argv[i]);
+			} else if (!strncmp(a, "-o", 2)) {
+				if (add_opts(cl, a + 2) < 0)
+					return die_usage("too many or unreadable options in %s", a);
+			} else {
+				return die_usage("unknown option %s", a);
+			}
+			continue;
+		}
+		if (npos == 0)
+			cl->source = a;
+		else if (npos == 1)
+			cl->mountpoint = a;
+		else
+			return die_usage("unexpected argument %s", a);
+		npos++;
+	}
+	if (npos < 2)
+		return die_usage("%s", npos == 0 ? "missing SOURCE and MOUNTPOINT"
+						 : "missing MOUNTPOINT");
+	return 0;
+}
+
+/* Loads the config file, then the -o overrides; options unknown to cfqfs go to libfuse. */
+static int build_config(struct cmdline *cl, struct cfqfs_config *cfg)
+{
+	char err[CFG_ERR_MAX];
+	unsigned i;
+
+	cfg_defaults(cfg);
+	if (cl->config_file && cfg_load_file(cfg, cl->config_file, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cfqfs: %s\n", err);
+		return 1;
+	}
+	for (i = 0; i < cl->nr_overrides; i++) {
+		char *opt = cl->overrides[i], *eq = strchr(opt, '=');
+		int r;
+
+		err[0] = '\0';
+		if (!strcmp(opt, "no_default_permissions")) {
+			fprintf(stderr, "cfqfs: no_default_permissions is not supported: cfqfs relies "
+					"on the kernel's permission checks\n");
+			return 1;
+		}
+		if (eq) {
+			*eq = '\0';
+			r = cfg_set(cfg, opt, eq + 1, err, sizeof(err));
+			*eq = '=';
+		} else {
+			r = cfg_set(cfg, opt, "true", err, sizeof(err));
+		}
+		if (r == -ENOENT && !err[0]) {
+			cl->fuse_opts[cl->nr_fuse_opts++] = opt;
+			continue;
+		}
+		if (r < 0) {
+			fprintf(stderr, "cfqfs: -o %s\n", err);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* SOURCE must be a directory and MOUNTPOINT must not be inside it (the mount would contain
+ * itself). Writes absolute paths into src/mnt. Returns 0 or an exit status. */
+static int check_paths(const struct cmdline *cl, char *src, char *mnt)
+{
+	struct stat st;
+	size_t n;
+
+	if (!realpath(cl->source, src) || stat(src, &st) < 0) {
+		fprintf(stderr, "cfqfs: SOURCE %s: %s\n", cl->source, strerror(errno));
+		return 2;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cfqfs: SOURCE %s: %s\n", cl->source, strerror(ENOTDIR));
+		return 2;
+	}
+	if (!realpath(cl->mountpoint, mnt) || stat(mnt, &st) < 0) {
+		fprintf(stderr, "cfqfs: MOUNTPOINT %s: %s\n", cl->mountpoint, strerror(errno));
+		return 2;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cfqfs: MOUNTPOINT %s: %s\n", cl->mountpoint, strerror(ENOTDIR));
+		return 2;
+	}
+	n = strlen(src);
+	if (!strcmp(src, "/") || (!strncmp(mnt, src, n) && (mnt[n] == '\0' || mnt[n] == '/'))) {
+		fprintf(stderr, "cfqfs: MOUNTPOINT %s is inside SOURCE %s\n", mnt, src);
+		return 2;
+	}
+	return 0;
+}
+
+static bool decide_rotational(const struct cfqfs_config *cfg, const char *src, char *why,
+			      size_t whylen)
+{
+	char dev[128] = "";
+	int r;
+
+	if (cfg->rotational >= 0) {
+		snprintf(why, whylen, "set in configuration");
+		return cfg->rotational;
+	}
+	r = probe_rotational(src, dev, sizeof(dev));
+	if (r >= 0) {
+		snprintf(why, whylen, "detected from block device %s", dev);
+		return r;
+	}
+	/* No block device (tmpfs, overlay, network): its "disk" is memory or a server; CFQ's
+	 * classic behaviour (idling) is what users of a scheduler expect to see, so assume
+	 * rotational and say so. */
+	snprintf(why, whylen, "no block device under SOURCE (%s), assumed", strerror(-r));
+	return true;
+}
+
+/* Applies the configured tunables that the active policy knows. */
+static int apply_tunables(void *arg, struct sched *sd)
+{
+	const struct cfqfs_config *cfg = arg;
+
+	for (unsigned i = 0; i < cfg->nr_tunables; i++) {
+		int r = sched_tunable_set(sd, cfg->tunables[i].name, cfg->tunables[i].value);
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	return 0;
+}
+
+static int build_fuse_args(struct fuse_args *args, const struct cmdline *cl, const char *src)
+{
+	char *fsname;
+	int r = 0;
+
+	if (fuse_opt_add_arg(args, "cfqfs") < 0)
+		return -ENOMEM;
+	if (cl->debug && fuse_opt_add_arg(args, "-d") < 0)
+		return -ENOMEM;
+	if (fuse_opt_add_arg(args, "-o") < 0 ||
+	    fuse_opt_add_arg(args, "default_permissions,subtype=cfqfs") < 0)
+		return -ENOMEM;
+	/* fsname is the first column of /proc/mounts; commas in SOURCE must be escaped. */
+	fsname = malloc(2 * strlen(src) + 8);
+	if (!fsname)
+		return -ENOMEM;
+	char *w = fsname + sprintf(fsname, "fsname=");
+	for (const char *p = src; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			*w++ = '\\';
+		*w++ = *p;
+	}
+	*w = '\0';
+	if (fuse_opt_add_arg(args, "-o") < 0 || fuse_opt_add_arg(args, fsname) < 0)
+		r = -ENOMEM;
+	free(fsname);
+	for (unsigned i = 0; r == 0 && i < cl->nr_fuse_opts; i++)
+		if (fuse_opt_add_arg(args, "-o") < 0 || fuse_opt_add_arg(args, cl->fuse_opts[i]) < 0)
+			r = -ENOMEM;
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline cl = { .max_idle_threads = 10 };
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct cfqfs_config cfg;
+	struct pt_options popts;
+	struct executor *ex = NULL;
+	struct pt_fs *fs = NULL;
+	struct fuse_session *se = NULL;
+	char src[PATH_MAX], mnt[PATH_MAX], desc[1024], why[256];
+	int status = 1, err;
+
+	if (parse_cmdline(&cl, argc, argv))
+		goto out;
+	if (build_config(&cl, &cfg))
+		goto out;
+	status = check_paths(&cl, src, mnt);
+	if (status)
+		goto out;
+	status = 1;
+	log_setup(cl.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO, false);
+
+	bool rotational = decide_rotational(&cfg, src, why, sizeof(why));
+	struct exec_options eopts = {
+		.depth = cfg.depth,
+		.policy = cfg.policy,
+		.rotational = rotational,
+	};
+	ex = exec_create(&eopts, &err);
+	if (!ex) {
+		fprintf(stderr, "cfqfs: cannot create the I/O executor: %s\n", strerror(-err));
+		goto out;
+	}
+	err = exec_with_sched(ex, apply_tunables, &cfg);
+	if (err) {
+		fprintf(stderr, "cfqfs: cannot apply the scheduler tunables: %s\n", strerror(-err));
+		goto out_exec;
+	}
+
+	popts = (struct pt_options){
+		.source = src,
+		.attr_timeout = cfg.attr_timeout,
+		.entry_timeout = cfg.entry_timeout,
+		.kernel_cache = cfg.kernel_cache,
+		.writeback_cache = cfg.writeback_cache,
+		.direct_io = cfg.direct_io,
+		.xattr = cfg.xattr,
+		.flock = true,
+		.posix_lock = true,
+		.ctl_dir = cfg.ctl_dir,
+	};
+	fs = pt_create(&popts, ex, &err);
+	if (!fs) {
+		fprintf(stderr, "cfqfs: SOURCE %s: %s\n", src, strerror(-err));
+		status = 2;
+		goto out_exec;
+	}
+	if (build_fuse_args(&args, &cl, src) < 0) {
+		fprintf(stderr, "cfqfs: out of memory\n");
+		goto out_pt;
+	}
+	se = fuse_session_new(&args, pt_ops(), sizeof(*pt_ops()), fs);
+	if (!se) {
+		/* libfuse has printed which option it rejected. */
+		goto out_pt;
+	}
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, mnt) != 0) {
+		status = 3;
+		goto out_signals;
+	}
+	if (fuse_daemonize(cl.foreground) != 0) {
+		status = 3;
+		goto out_unmount;
+	}
+	log_setup(cl.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO, !cl.foreground);
+	err = exec_start(ex);
+	if (err) {
+		LOG_ERR("cannot start I/O workers: %s", strerror(-err));
+		goto out_unmount;
+	}
+	cfg_describe(&cfg, desc, sizeof(desc));
+	LOG_INFO("mounted %s on %s: %s; rotational=%s (%s)", src, mnt, desc,
+		 rotational ? "yes" : "no", why);
+
+	if (cl.single_thread) {
+		err = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config lcfg = {
+			.clone_fd = cl.clone_fd,
+			.max_idle_threads = cl.max_idle_threads,
+		};
+		err = fuse_session_loop_mt(se, &lcfg);
+	}
+	/* Serve and answer every queued request before the mount goes away. */
+	exec_destroy(ex);
+	ex = NULL;
+	status = err ? 1 : 0;
+	if (err)
+		LOG_ERR("session ended with error: %s", strerror(err < 0 ? -err : err));
+
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_pt:
+	pt_destroy(fs);
+out_exec:
+	exec_destroy(ex);
+out:
+	fuse_opt_free_args(&args);
+	free(cl.config_owned);
+	for (unsigned i = 0; i < cl.nr_overrides; i++)
+		free(cl.overrides[i]);
+	return status;
 }
