@@ -1,0 +1,58 @@
+# Thin wrapper over CMake (as neovim does). On a fresh Debian machine as root:
+#   make demo   installs what is missing, builds, mounts a demo, shows the scheduler at work
+#   make test   installs what is missing, builds, runs every test suite (unit, sim, integration)
+# Other targets: build, install (PREFIX, DESTDIR), bench, asan, tsan, clean.
+
+BUILD    ?= build
+TYPE     ?= RelWithDebInfo
+PREFIX   ?= /usr/local
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE    ?= cmake
+CTEST_ARGS ?=
+
+.PHONY: all deps deps-test deps-bench build test demo install bench asan tsan clean help
+
+all: build
+
+help:
+	@sed -n '1,4p' Makefile
+
+deps:
+	@sh scripts/install-deps.sh build
+deps-test:
+	@sh scripts/install-deps.sh test
+deps-bench:
+	@sh scripts/install-deps.sh bench
+
+$(BUILD)/CMakeCache.txt:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+build: deps $(BUILD)/CMakeCache.txt
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+
+test: deps-test $(BUILD)/CMakeCache.txt
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+
+demo: deps-bench build
+	sh scripts/demo.sh $(BUILD)/fs/cfqfs
+
+install: build
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+bench: deps-bench build
+	@echo "benchmarks: see bench/README.md (e.g. bench/overhead, $(BUILD)/bench/sched_micro)"
+
+# Sanitizer builds run the whole suite in their own build trees.
+asan: deps-test
+	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENABLE_ASAN=ON
+	$(CMAKE) --build build-asan -j$(JOBS)
+	cd build-asan && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+
+tsan: deps-test
+	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DENABLE_TSAN=ON
+	$(CMAKE) --build build-tsan -j$(JOBS)
+	cd build-tsan && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan
