@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pt.c - mount state of the passthrough filesystem: pt_create/pt_destroy and capability
+ * negotiation (init).
+ */
+#include "pt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pt_i.h"
+
+static int save_groups(struct pt_fs *fs)
+{
+	int n = getgroups(0, NULL);
+
+	if (n < 0)
+		return -errno;
+	fs->groups = calloc((size_t)n + 1, sizeof(*fs->groups));
+	if (!fs->groups)
+		return -ENOMEM;
+	n = getgroups(n, fs->groups);
+	if (n < 0)
+		return -errno;
+	fs->ngroups = n;
+	return 0;
+}
+
+struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int *err)
+{
+	struct pt_fs *fs;
+	int fd, rc;
+
+	if (!opts->source || opts->source[0] == '\0') {
+		rc = -EINVAL;
+		goto out;
+	}
+	fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	fs->opts = *opts;
+	fs->opts.source = strdup(opts->source);
+	fs->opts.ctl_dir = strdup(opts->ctl_dir ? opts->ctl_dir : "");
+	if (!fs->opts.source || !fs->opts.ctl_dir) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if (strchr(fs->opts.ctl_dir, '/') || strcmp(fs->opts.ctl_dir, ".") == 0 ||
+	    strcmp(fs->opts.ctl_dir, "..") == 0) {
+		rc = -EINVAL;
+		goto out_free;
+	}
+	fs->ex = ex;
+	rc = save_groups(fs);
+	if (rc)
+		goto out_free;
+	/* SOURCE itself may be a symlink the administrator chose; below it nothing is followed. */
+	fd = open(opts->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		rc = -errno;
+		goto out_free;
+	}
+	fs->it = pt_itable_create(fd, &rc); /* owns fd from here, also on failure */
+	if (!fs->it)
+		goto out_free;
+	/* Only root can act as another user; otherwise everything is created as ourselves. */
+	fs->as_caller = geteuid() == 0;
+	return fs;
+
+out_free:
+	free(fs->groups);
+	free((char *)fs->opts.source);
+	free((char *)fs->opts.ctl_dir);
+	free(fs);
+out:
+	*err = rc;
+	return NULL;
+}
+
+void pt_destroy(struct pt_fs *fs)
+{
+	if (!fs)
+		return;
+	pt_itable_destroy(fs->it);
+	free(fs->groups);
+	free((char *)fs->opts.source);
+	free((char *)fs->opts.ctl_dir);
+	free(fs);
+}
+
+static void want(struct fuse_conn_info *conn, unsigned cap, bool on)
+{
+	if (on && (conn->capable & cap))
+		conn->want |= cap;
+	else
+		conn->want &= ~cap;
+}
+
+void pt__init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct pt_fs *fs = userdata;
+
+	/* lookup handles "." and ".." (never above SOURCE), so NFS export can work. */
+	want(conn, FUSE_CAP_EXPORT_SUPPORT, true);
+	/* Let the executor receive and send data through pipes where the kernel allows. */
+	want(conn, FUSE_CAP_SPLICE_READ, true);
+	want(conn, FUSE_CAP_SPLICE_WRITE, true);
+	want(conn, FUSE_CAP_SPLICE_MOVE, true);
+	/* The kernel leaves the umask to us (pt_cred.c) so default ACLs on SOURCE apply. */
+	want(conn, FUSE_CAP_DONT_MASK, true);
+	want(conn, FUSE_CAP_ATOMIC_O_TRUNC, true);
+	want(conn, FUSE_CAP_WRITEBACK_CACHE, fs->opts.writeback_cache);
+	want(conn, FUSE_CAP_FLOCK_LOCKS, fs->opts.flock);
+	want(conn, FUSE_CAP_POSIX_LOCKS, fs->opts.posix_lock);
+	/* Our writes run as root, which never drops set-id bits: the kernel must do it. */
+	want(conn, FUSE_CAP_HANDLE_KILLPRIV, false);
+	want(conn, FUSE_CAP_CACHE_SYMLINKS, fs->opts.kernel_cache);
+	/* No kernel passthrough is ever requested: it would bypass the scheduler. */
+	if (conn->max_write > PT_MAX_WRITE)
+		conn->max_write = PT_MAX_WRITE;
+
+	fs->writeback = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;
+	fs->posix_locks = (conn->want & FUSE_CAP_POSIX_LOCKS) != 0;
+	fs->flock_locks = (conn->want & FUSE_CAP_FLOCK_LOCKS) != 0;
+	if (fs->opts.writeback_cache && !fs->writeback)
+		LOG_WARN("kernel refused the writeback cache; continuing without it");
+	LOG_INFO("fuse: proto %u.%u, max_write %u, want 0x%x", conn->proto_major,
+		 conn->proto_minor, conn->max_write, conn->want);
+}
+
+void pt__destroy(void *userdata)
+{
+	struct pt_fs *fs = userdata;
+
+	/* Inodes stay until pt_destroy(): the session may still hand out requests' replies. */
+	LOG_INFO("fuse: destroy, %zu inodes held", pt_itable_count(fs->it));
+}

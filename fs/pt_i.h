@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pt_i.h - internals shared by the pt_*.c files (passthrough filesystem). Never include this
+ * from outside fs/pt_*.c; the contract for the rest of the daemon is pt.h.
+ *
+ * Files: pt.c (create/destroy, init), pt_ops.c (entries, attributes, files, locks, the
+ * ops table), pt_dir.c (directory handles), pt_xattr.c (extended attributes), pt_cred.c (acting
+ * as the caller when creating), pt_ctl.c (control directory hook), pt_inode.c (inode table).
+ *
+ * Locks, in order (each is a leaf with respect to the ones below it):
+ *     struct pt_dir.lock  ->  pt_itable lock (pt_inode.h)
+ * The executor lock (executor.h) is never taken while holding either.
+ */
+#ifndef CFQFS_PT_I_H
+#define CFQFS_PT_I_H
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "executor.h"
+#include "pt.h"
+#include "pt_inode.h"
+
+/* Largest copy_file_range done in one request [bytes]. The copy runs inline on the session
+ * thread, outside the scheduler, so a bound keeps one request from monopolising the device;
+ * callers (cp, the kernel) loop on short copies as the API allows. */
+#define PT_COPY_CHUNK (16u << 20)
+
+/* Largest write the kernel may send [bytes] (conn->max_write; libfuse's buffer holds 1 MiB). */
+#define PT_MAX_WRITE (1u << 20)
+
+/*
+ * The mount state. Immutable after pt_create() except the negotiated flags, which init() writes
+ * before the kernel sends any other request (so every later reader sees them).
+ */
+struct pt_fs {
+	struct pt_options opts;	 /* copy of the caller's options; strings owned */
+	struct executor *ex;	 /* borrowed, outlives the pt_fs */
+	struct pt_itable *it;	 /* inodes; own lock */
+	bool as_caller;		 /* daemon is root: create objects with the caller's fsuid/fsgid */
+	gid_t *groups;		 /* the daemon's supplementary groups, restored after a switch */
+	int ngroups;		 /* entries in groups [count] */
+	bool writeback;		 /* FUSE_CAP_WRITEBACK_CACHE negotiated; written by init only */
+	bool posix_locks;	 /* FUSE_CAP_POSIX_LOCKS negotiated; written by init only */
+	bool flock_locks;	 /* FUSE_CAP_FLOCK_LOCKS negotiated; written by init only */
+};
+
+/*
+ * An open regular file (fi->fh). Immutable from open/create to release; the kernel does not send
+ * release while a request on the handle is outstanding, so the executor may use fd until its
+ * reply without further protection.
+ */
+struct pt_file {
+	int fd;			  /* backing fd, opened with the (adjusted) open flags */
+	int flags;		  /* flags as the kernel sent them (before our adjustments) */
+	uint64_t file_id;	  /* scheduler file identity */
+	struct exec_tag opener;	  /* classification of the opener, for pid-0 requests */
+};
+
+/* An open directory (fi->fh). */
+struct pt_dir {
+	pthread_mutex_t lock;	  /* serialises readdir on this handle (seekdir/readdir state) */
+	DIR *dp;		  /* protected by lock */
+	struct dirent *pending;	  /* entry read but not yet returned (buffer full); by lock */
+	off_t offset;		  /* offset the next returned entry follows; protected by lock */
+	bool is_root;		  /* directory is SOURCE (ctl_dir hiding); immutable */
+};
+
+/* Saved credentials of one switch to the caller (pt_cred.c). */
+struct pt_cred {
+	bool switched;	    /* fsuid/fsgid changed */
+	bool groups_set;    /* supplementary groups changed */
+	uid_t uid;	    /* caller's uid */
+	gid_t gid;	    /* caller's gid */
+};
+
+static inline struct pt_fs *pt__fs(fuse_req_t req)
+{
+	return (struct pt_fs *)fuse_req_userdata(req);
+}
+
+static inline struct pt_file *pt__file(const struct fuse_file_info *fi)
+{
+	return (struct pt_file *)(uintptr_t)fi->fh;
+}
+
+static inline struct pt_dir *pt__dir(const struct fuse_file_info *fi)
+{
+	return (struct pt_dir *)(uintptr_t)fi->fh;
+}
+
+/* Formats "/proc/self/fd/N" into buf (at least 32 bytes). Cannot fail. */
+void pt__proc_path(char *buf, size_t size, int fd);
+
+/* true if `name` may be created/removed in a directory: non-empty, no '/', not "." or "..". */
+bool pt__name_ok(const char *name);
+
+/* true if (parent, name) is the reserved control directory name at the root. */
+bool pt__is_ctl(const struct pt_fs *fs, const struct pt_inode *parent, const char *name);
+
+/*
+ * Switches the calling thread's fsuid/fsgid to the caller of `req` and makes the caller's umask
+ * the thread's umask (per-thread after unshare(CLONE_FS)), so the backing filesystem applies it
+ * together with any default ACL. No-op (but still sets the umask) when the daemon is not root
+ * or the caller is root. Returns 0 or -errno; on failure nothing is switched.
+ * `*mode` is masked by hand when a per-thread umask is impossible.
+ */
+int pt__cred_enter(struct pt_fs *fs, fuse_req_t req, mode_t *mode, struct pt_cred *c);
+
+/*
+ * Adds the caller's supplementary groups to the switched thread (retry after EACCES: the
+ * kernel's permission check passed with them, the backing filesystem's needs them too).
+ * Returns 0 or -errno (-EACCES if not switched, so the caller keeps its original error).
+ */
+int pt__cred_add_groups(struct pt_fs *fs, fuse_req_t req, struct pt_cred *c);
+
+/* Restores the daemon's credentials. Cannot fail (a failure to restore aborts: continuing as
+ * another user would be a security hole). */
+void pt__cred_leave(struct pt_fs *fs, struct pt_cred *c);
+
+/*
+ * Control directory hook: looks up the control directory at the root. Returns 0 with *e filled
+ * and a kernel reference taken, or -errno. TODO(lead): serve .cfqfs/; today it answers -ENOENT.
+ */
+int pt_ctl_lookup(struct pt_fs *fs, fuse_req_t req, struct fuse_entry_param *e);
+
+/* Session callbacks in pt.c. */
+void pt__init(void *userdata, struct fuse_conn_info *conn);
+void pt__destroy(void *userdata);
+
+/* Handlers living in pt_dir.c and pt_xattr.c, collected into the table in pt_ops.c. */
+void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void pt__readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi);
+void pt__readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void pt__releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void pt__fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
+void pt__setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		  size_t size, int flags);
+void pt__getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void pt__listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void pt__removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* Lookup helper shared with readdirplus: fills *e (timeouts included) and takes a kernel
+ * reference. Returns 0 or -errno. */
+int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
+		     struct fuse_entry_param *e);
+
+#endif /* CFQFS_PT_I_H */

@@ -1,0 +1,926 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pt_ops.c - the low-level FUSE operations on entries, attributes and regular files, and the
+ * operations table.
+ *
+ * Every handler decodes its request, calls a helper returning 0 or -errno and replies exactly
+ * once. Metadata runs inline on the session thread, always through *at() calls on held O_PATH
+ * fds and never by building paths (the one exception is "/proc/self/fd/N", which turns an
+ * O_PATH fd back into something chmod/truncate/open accept). Nothing in the daemon follows a
+ * symlink on SOURCE: lookups use O_PATH|O_NOFOLLOW, creation O_NOFOLLOW, stat
+ * AT_SYMLINK_NOFOLLOW, and /proc re-opens are done only on non-symlink inodes.
+ *
+ * Data requests (read, write_buf, fsync/fdatasync) are classified and handed to the executor,
+ * which replies. Other data-touching requests run inline and so BYPASS THE SCHEDULER:
+ * fallocate, copy_file_range (bounded to PT_COPY_CHUNK per request), lseek, flush.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "classify.h"
+#include "log.h"
+#include "pt_i.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Small shared helpers                                                                      */
+
+void pt__proc_path(char *buf, size_t size, int fd)
+{
+	snprintf(buf, size, "/proc/self/fd/%d", fd);
+}
+
+bool pt__name_ok(const char *name)
+{
+	return name[0] != '\0' && !strchr(name, '/') && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0;
+}
+
+bool pt__is_ctl(const struct pt_fs *fs, const struct pt_inode *parent, const char *name)
+{
+	return parent->nodeid == FUSE_ROOT_ID && fs->opts.ctl_dir[0] != '\0' &&
+	       strcmp(name, fs->opts.ctl_dir) == 0;
+}
+
+static void fill_entry_timeouts(const struct pt_fs *fs, struct fuse_entry_param *e)
+{
+	e->attr_timeout = fs->opts.attr_timeout;
+	e->entry_timeout = fs->opts.entry_timeout;
+	e->generation = 0; /* node ids are never reused */
+}
+
+int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
+		     struct fuse_entry_param *e)
+{
+	int rc;
+
+	(void)req;
+	memset(e, 0, sizeof(*e));
+	rc = pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
+	if (rc == 0)
+		fill_entry_timeouts(fs, e);
+	return rc;
+}
+
+/* Replies an entry; if the kernel has gone away (interrupted request), the reference the entry
+ * carried is dropped again so the inode does not leak. */
+static void reply_entry(struct pt_fs *fs, fuse_req_t req, const struct fuse_entry_param *e)
+{
+	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
+		pt_inode_forget(fs->it, e->ino, 1);
+}
+
+static void reply_err(fuse_req_t req, int rc)
+{
+	assert(rc <= 0);
+	fuse_reply_err(req, -rc);
+}
+
+/* Flags for the backing open of a regular file, from the kernel's flags. */
+static int backing_open_flags(const struct pt_fs *fs, int flags)
+{
+	/* The kernel already resolved the path and created the file: these have no meaning for
+	 * the backing open. O_DIRECT is dropped because the executor does I/O with ordinary
+	 * buffers; the caller's direct-I/O request is honoured by the kernel (no FUSE page
+	 * cache) and still makes the handle's writes sync for the scheduler. */
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_NOFOLLOW | O_PATH);
+	if (fs->writeback) {
+		/* The page cache may need to read to fill partial pages of a write-only handle,
+		 * and it computes append offsets itself (O_APPEND on the backing fd would make
+		 * every pwrite land at the end, whatever offset the kernel chose). */
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags | O_CLOEXEC;
+}
+
+/* Fills the open reply's cache flags and never FOPEN_PASSTHROUGH: a kernel passthrough would
+ * let I/O bypass the scheduler. */
+static void set_open_flags(const struct pt_fs *fs, struct fuse_file_info *fi)
+{
+	fi->direct_io = fs->opts.direct_io;
+	fi->keep_cache = fs->opts.kernel_cache && !fs->opts.direct_io;
+}
+
+static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, uint64_t file_id)
+{
+	struct pt_file *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->fd = fd;
+	pf->flags = kernel_flags;
+	pf->file_id = file_id;
+	pt_classify_open(req, file_id, kernel_flags, &pf->opener);
+	return pf;
+}
+
+static void file_free(struct pt_file *pf)
+{
+	close(pf->fd);
+	free(pf);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Entries                                                                                   */
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct fuse_entry_param e;
+	struct pt_inode *dir;
+	int rc;
+
+	dir = pt_inode_get(fs->it, parent);
+	if (!dir) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	if (pt__is_ctl(fs, dir, name)) {
+		memset(&e, 0, sizeof(e));
+		rc = pt_ctl_lookup(fs, req, &e);
+	} else {
+		rc = pt__lookup_entry(fs, req, dir, name, &e);
+	}
+	pt_inode_put(fs->it, dir);
+
+	if (rc == 0) {
+		reply_entry(fs, req, &e);
+	} else if (rc == -ENOENT && fs->opts.entry_timeout > 0) {
+		/* A negative entry (ino 0) lets the kernel cache the miss as long as a hit. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->opts.entry_timeout;
+		fuse_reply_entry(req, &e);
+	} else {
+		reply_err(req, rc);
+	}
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	pt_inode_forget(pt__fs(req)->it, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct pt_fs *fs = pt__fs(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		pt_inode_forget(fs->it, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* Checks the common preconditions of an operation creating or removing `name` in `dir`. */
+static int check_dir_name(const struct pt_fs *fs, const struct pt_inode *dir, const char *name)
+{
+	if (!pt__name_ok(name))
+		return -EINVAL;
+	if (!S_ISDIR(dir->type))
+		return -ENOTDIR;
+	if (pt__is_ctl(fs, dir, name))
+		return -EPERM; /* reserved for the control directory */
+	return 0;
+}
+
+/* Creates a non-regular object (or a regular one via mknod) as the caller. */
+static int make_node(int dirfd, const char *name, mode_t mode, dev_t rdev, const char *link)
+{
+	int rc;
+
+	if (link)
+		rc = symlinkat(link, dirfd, name);
+	else if (S_ISDIR(mode))
+		rc = mkdirat(dirfd, name, mode & ~S_IFMT);
+	else
+		rc = mknodat(dirfd, name, mode, rdev);
+	return rc == -1 ? -errno : 0;
+}
+
+/* mknod, mkdir and symlink: create as the caller, then look the new entry up. */
+static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			dev_t rdev, const char *link)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct fuse_entry_param e;
+	struct pt_inode *dir;
+	struct pt_cred c;
+	int rc;
+
+	dir = pt_inode_get(fs->it, parent);
+	if (!dir) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	rc = check_dir_name(fs, dir, name);
+	if (rc)
+		goto out_put;
+	rc = pt__cred_enter(fs, req, link ? NULL : &mode, &c);
+	if (rc)
+		goto out_put;
+	rc = make_node(dir->fd, name, mode, rdev, link);
+	if (rc == -EACCES && pt__cred_add_groups(fs, req, &c) == 0)
+		rc = make_node(dir->fd, name, mode, rdev, link);
+	pt__cred_leave(fs, &c);
+	if (rc)
+		goto out_put;
+	rc = pt__lookup_entry(fs, req, dir, name, &e);
+
+out_put:
+	pt_inode_put(fs->it, dir);
+	if (rc)
+		reply_err(req, rc);
+	else
+		reply_entry(fs, req, &e);
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	create_node(req, parent, name, mode, rdev, NULL);
+}
+
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	create_node(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL);
+}
+
+static void ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	create_node(req, parent, name, S_IFLNK | 0777, 0, link);
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *dir;
+	int rc;
+
+	dir = pt_inode_get(fs->it, parent);
+	if (!dir) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	rc = check_dir_name(fs, dir, name);
+	if (rc == 0 && unlinkat(dir->fd, name, flags) == -1)
+		rc = -errno;
+	pt_inode_put(fs->it, dir);
+	reply_err(req, rc);
+}
+
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, 0);
+}
+
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, AT_REMOVEDIR);
+}
+
+static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *odir, *ndir = NULL;
+	int rc;
+
+	odir = pt_inode_get(fs->it, parent);
+	if (!odir) {
+		rc = -ESTALE;
+		goto out;
+	}
+	ndir = pt_inode_get(fs->it, newparent);
+	if (!ndir) {
+		rc = -ESTALE;
+		goto out_put;
+	}
+	rc = check_dir_name(fs, odir, name);
+	if (rc == 0)
+		rc = check_dir_name(fs, ndir, newname);
+	/* RENAME_NOREPLACE, RENAME_EXCHANGE (and WHITEOUT) go to the backing filesystem, which
+	 * rejects what it does not support. */
+	if (rc == 0 && renameat2(odir->fd, name, ndir->fd, newname, flags) == -1)
+		rc = -errno;
+out_put:
+	pt_inode_put(fs->it, ndir);
+	pt_inode_put(fs->it, odir);
+out:
+	reply_err(req, rc);
+}
+
+static int do_link(struct pt_inode *in, struct pt_inode *dir, const char *name)
+{
+	char proc[32];
+
+	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it go through the /proc link, which
+	 * linkat follows only with AT_SYMLINK_FOLLOW (reaching the inode, not a symlink target). */
+	if (linkat(in->fd, "", dir->fd, name, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != ENOENT && errno != EPERM)
+		return -errno;
+	pt__proc_path(proc, sizeof(proc), in->fd);
+	return linkat(AT_FDCWD, proc, dir->fd, name, AT_SYMLINK_FOLLOW) == -1 ? -errno : 0;
+}
+
+static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *in, *dir = NULL;
+	struct fuse_entry_param e;
+	int rc;
+
+	memset(&e, 0, sizeof(e));
+	in = pt_inode_get(fs->it, ino);
+	if (!in) {
+		rc = -ESTALE;
+		goto out;
+	}
+	dir = pt_inode_get(fs->it, newparent);
+	if (!dir) {
+		rc = -ESTALE;
+		goto out_put;
+	}
+	rc = check_dir_name(fs, dir, newname);
+	if (rc)
+		goto out_put;
+	if (S_ISDIR(in->type)) {
+		rc = -EPERM;
+		goto out_put;
+	}
+	rc = do_link(in, dir, newname);
+	if (rc)
+		goto out_put;
+	rc = pt_inode_ref(fs->it, in, &e.attr, &e.ino);
+	if (rc == 0)
+		fill_entry_timeouts(fs, &e);
+out_put:
+	pt_inode_put(fs->it, dir);
+	pt_inode_put(fs->it, in);
+out:
+	if (rc)
+		reply_err(req, rc);
+	else
+		reply_entry(fs, req, &e);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Attributes                                                                                */
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *in;
+	struct stat st;
+	int rc = 0;
+
+	(void)fi;
+	in = pt_inode_get(fs->it, ino);
+	if (!in) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	if (fstatat(in->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+		rc = -errno;
+	pt_inode_put(fs->it, in);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, fs->opts.attr_timeout);
+}
+
+static int set_size(const struct pt_inode *in, int hfd, off_t size)
+{
+	char proc[32];
+	int fd, rc = 0;
+
+	if (hfd >= 0) {
+		if (ftruncate(hfd, size) == 0)
+			return 0;
+		/* A handle opened read-only (possible for the kernel's own truncations) cannot
+		 * truncate: fall back to a fresh write open below. */
+		if (errno != EBADF && errno != EINVAL)
+			return -errno;
+	}
+	if (!S_ISREG(in->type))
+		return S_ISDIR(in->type) ? -EISDIR : -EINVAL;
+	pt__proc_path(proc, sizeof(proc), in->fd);
+	/* O_NONBLOCK: never hang on a FIFO, should one ever get here. */
+	fd = open(proc, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd == -1)
+		return -errno;
+	if (ftruncate(fd, size) == -1)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int set_times(const struct pt_inode *in, int hfd, const struct stat *attr, int valid)
+{
+	struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+
+	if (valid & FUSE_SET_ATTR_ATIME_NOW)
+		tv[0].tv_nsec = UTIME_NOW;
+	else if (valid & FUSE_SET_ATTR_ATIME)
+		tv[0] = attr->st_atim;
+	if (valid & FUSE_SET_ATTR_MTIME_NOW)
+		tv[1].tv_nsec = UTIME_NOW;
+	else if (valid & FUSE_SET_ATTR_MTIME)
+		tv[1] = attr->st_mtim;
+
+	if (hfd >= 0)
+		return futimens(hfd, tv) == -1 ? -errno : 0;
+	/* Works on O_PATH fds, symlinks included (AT_EMPTY_PATH, Linux >= 5.8). */
+	if (utimensat(in->fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EINVAL || S_ISLNK(in->type))
+		return -errno;
+	{
+		char proc[32];
+
+		pt__proc_path(proc, sizeof(proc), in->fd);
+		return utimensat(AT_FDCWD, proc, tv, 0) == -1 ? -errno : 0;
+	}
+}
+
+static int do_setattr(struct pt_inode *in, const struct stat *attr, int valid,
+		      const struct fuse_file_info *fi)
+{
+	/* fi is a pt_file only on regular files (the kernel sends it for ftruncate/O_TRUNC). */
+	int hfd = (fi && S_ISREG(in->type)) ? pt__file(fi)->fd : -1;
+	int rc;
+
+	/* Ownership before mode: chown clears set-id bits, and a request setting both wants
+	 * the mode it names. */
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+
+		if (fchownat(in->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+			return -errno;
+	}
+	if (valid & FUSE_SET_ATTR_MODE) {
+		char proc[32];
+
+		if (S_ISLNK(in->type))
+			return -EOPNOTSUPP; /* chmod through /proc would reach the target */
+		pt__proc_path(proc, sizeof(proc), in->fd);
+		rc = hfd >= 0 ? fchmod(hfd, attr->st_mode & 07777)
+			      : chmod(proc, attr->st_mode & 07777);
+		if (rc == -1)
+			return -errno;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		rc = set_size(in, hfd, attr->st_size);
+		if (rc)
+			return rc;
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+		     FUSE_SET_ATTR_MTIME_NOW)) {
+		rc = set_times(in, hfd, attr, valid);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+		       struct fuse_file_info *fi)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *in;
+	struct stat st;
+	int rc;
+
+	in = pt_inode_get(fs->it, ino);
+	if (!in) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	rc = do_setattr(in, attr, valid, fi);
+	if (rc == 0 && fstatat(in->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+		rc = -errno;
+	pt_inode_put(fs->it, in);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, fs->opts.attr_timeout);
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct pt_fs *fs = pt__fs(req);
+	char buf[PATH_MAX + 1];
+	struct pt_inode *in;
+	ssize_t n;
+	int rc = 0;
+
+	in = pt_inode_get(fs->it, ino);
+	if (!in) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	n = readlinkat(in->fd, "", buf, sizeof(buf));
+	if (n == -1)
+		rc = -errno;
+	else if ((size_t)n >= sizeof(buf))
+		rc = -ENAMETOOLONG;
+	else
+		buf[n] = '\0';
+	pt_inode_put(fs->it, in);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *in;
+	struct statvfs sv;
+	int rc = 0;
+
+	/* An unknown id still has an answer: the filesystem of SOURCE. */
+	in = pt_inode_get(fs->it, ino);
+	if (fstatvfs(in ? in->fd : pt_itable_root(fs->it)->fd, &sv) == -1)
+		rc = -errno;
+	pt_inode_put(fs->it, in);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+static int do_access(struct pt_fs *fs, fuse_req_t req, struct pt_inode *in, int mask)
+{
+	struct pt_cred c;
+	int rc;
+
+	/* default_permissions makes the kernel answer access(2) itself; this serves mounts
+	 * without it, checking as the caller would on SOURCE (AT_EACCESS: use the fsuid). */
+	rc = pt__cred_enter(fs, req, NULL, &c);
+	if (rc)
+		return rc;
+	rc = faccessat(in->fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) == -1 ? -errno : 0;
+	if (rc == -EACCES && pt__cred_add_groups(fs, req, &c) == 0)
+		rc = faccessat(in->fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) == -1 ? -errno : 0;
+	pt__cred_leave(fs, &c);
+	return rc;
+}
+
+static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_inode *in;
+	int rc;
+
+	in = pt_inode_get(fs->it, ino);
+	if (!in) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	rc = do_access(fs, req, in, mask);
+	pt_inode_put(fs->it, in);
+	reply_err(req, rc);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Regular files                                                                             */
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct pt_file *pf = NULL;
+	struct pt_inode *in;
+	char proc[32];
+	int fd, flags, rc = 0;
+
+	in = pt_inode_get(fs->it, ino);
+	if (!in) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	/* Special files are served by the kernel; a symlink here would be a protocol error and
+	 * re-opening it through /proc would follow it. */
+	if (S_ISLNK(in->type)) {
+		rc = -ELOOP;
+		goto out_put;
+	}
+	if (S_ISDIR(in->type)) {
+		rc = -EISDIR;
+		goto out_put;
+	}
+	flags = backing_open_flags(fs, fi->flags);
+	pt__proc_path(proc, sizeof(proc), in->fd);
+	fd = open(proc, flags);
+	if (fd == -1 && errno == EACCES && fs->writeback && (fi->flags & O_ACCMODE) == O_WRONLY) {
+		/* Writeback upgraded O_WRONLY to O_RDWR and SOURCE refused reading: keep the
+		 * caller's mode; the kernel then cannot fill partial pages from us, as with any
+		 * write-only file under writeback caching. */
+		fd = open(proc, (flags & ~O_ACCMODE) | O_WRONLY);
+	}
+	if (fd == -1) {
+		rc = -errno;
+		goto out_put;
+	}
+	pf = file_new(req, fd, fi->flags, in->file_id);
+	if (!pf) {
+		close(fd);
+		rc = -ENOMEM;
+		goto out_put;
+	}
+	fi->fh = (uint64_t)(uintptr_t)pf;
+	set_open_flags(fs, fi);
+out_put:
+	pt_inode_put(fs->it, in);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	/* The kernel no longer waits (interrupted open): it will never release this handle. */
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		file_free(pf);
+}
+
+static int do_create(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
+		     mode_t mode, int flags, int *fdp)
+{
+	struct pt_cred c;
+	int rc, fd;
+
+	rc = pt__cred_enter(fs, req, &mode, &c);
+	if (rc)
+		return rc;
+	/* O_NOFOLLOW: a symlink planted on SOURCE under this name must not redirect the
+	 * creation (and an O_TRUNC) elsewhere. */
+	fd = openat(dir->fd, name, flags | O_CREAT | O_NOFOLLOW, mode & 07777);
+	rc = fd == -1 ? -errno : 0;
+	if (rc == -EACCES && pt__cred_add_groups(fs, req, &c) == 0) {
+		fd = openat(dir->fd, name, flags | O_CREAT | O_NOFOLLOW, mode & 07777);
+		rc = fd == -1 ? -errno : 0;
+	}
+	pt__cred_leave(fs, &c);
+	*fdp = fd;
+	return rc;
+}
+
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct pt_fs *fs = pt__fs(req);
+	struct fuse_entry_param e;
+	struct pt_file *pf = NULL;
+	struct pt_inode *dir;
+	int fd = -1, rc;
+
+	dir = pt_inode_get(fs->it, parent);
+	if (!dir) {
+		reply_err(req, -ESTALE);
+		return;
+	}
+	rc = check_dir_name(fs, dir, name);
+	if (rc)
+		goto out_put;
+	/* O_EXCL is kept for create (the kernel passes it when the caller asked). */
+	rc = do_create(fs, req, dir, name, mode,
+		       backing_open_flags(fs, fi->flags) | (fi->flags & O_EXCL), &fd);
+	if (rc)
+		goto out_put;
+	rc = pt__lookup_entry(fs, req, dir, name, &e);
+	if (rc)
+		goto out_close;
+	pf = file_new(req, fd, fi->flags, pt_inode_file_id(e.attr.st_dev, e.attr.st_ino));
+	if (!pf) {
+		rc = -ENOMEM;
+		pt_inode_forget(fs->it, e.ino, 1);
+		goto out_close;
+	}
+	fi->fh = (uint64_t)(uintptr_t)pf;
+	set_open_flags(fs, fi);
+	goto out_put;
+
+out_close:
+	close(fd);
+out_put:
+	pt_inode_put(fs->it, dir);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		pt_inode_forget(fs->it, e.ino, 1);
+		file_free(pf);
+	}
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct pt_file *pf = pt__file(fi);
+	struct exec_tag tag;
+
+	(void)ino;
+	pt_classify(req, &pf->opener, true, &tag);
+	exec_read(pt__fs(req)->ex, req, pf->fd, size, off, &tag);
+}
+
+static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct pt_file *pf = pt__file(fi);
+	struct exec_tag tag;
+
+	(void)ino;
+	pt_classify(req, &pf->opener, false, &tag);
+	exec_write(pt__fs(req)->ex, req, pf->fd, in_buf, off, &tag);
+}
+
+static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct pt_file *pf = pt__file(fi);
+	struct exec_tag tag;
+
+	(void)ino;
+	pt_classify(req, &pf->opener, true, &tag);
+	exec_fsync(pt__fs(req)->ex, req, pf->fd, datasync != 0, &tag);
+}
+
+static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int fd, rc = 0;
+
+	(void)ino;
+	/* close(2) of a duplicate reports the backing filesystem's close-time errors (NFS
+	 * write-back) at the caller's close, as a local file would; OFD locks are untouched
+	 * because the handle's own fd stays open. */
+	fd = dup(pt__file(fi)->fd);
+	if (fd == -1 || close(fd) == -1)
+		rc = -errno;
+	reply_err(req, rc);
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	/* Closing the fd also drops the handle's OFD and flock locks. */
+	file_free(pt__file(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	int rc = 0;
+
+	(void)ino;
+	/* Inline, outside the scheduler: allocation is metadata-heavy and usually quick;
+	 * FALLOC_FL_ZERO_RANGE on a large range is the exception (documented). */
+	if (fallocate(pt__file(fi)->fd, mode, offset, length) == -1)
+		rc = -errno;
+	reply_err(req, rc);
+}
+
+static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	off_t res;
+
+	(void)ino;
+	/* The kernel only forwards SEEK_DATA/SEEK_HOLE. The shared fd offset this moves is never
+	 * used: all data I/O is positional. */
+	res = lseek(pt__file(fi)->fd, off, whence);
+	if (res == -1)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, res);
+}
+
+static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	loff_t in_off = off_in, out_off = off_out;
+	ssize_t n;
+
+	(void)ino_in;
+	(void)ino_out;
+	/* Inline and unscheduled (the backing filesystem may clone or copy in-kernel without
+	 * the data passing through us), but bounded per request; the caller loops on the
+	 * short count. */
+	if (len > PT_COPY_CHUNK)
+		len = PT_COPY_CHUNK;
+	n = copy_file_range(pt__file(fi_in)->fd, &in_off, pt__file(fi_out)->fd, &out_off, len,
+			    (unsigned int)flags);
+	if (n == -1)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Locks                                                                                     */
+
+/*
+ * POSIX record locks are mapped to open-file-description (OFD) locks on the handle's fd. The
+ * differences from true POSIX semantics: the owner is the FUSE handle, not the process, so
+ * (a) two handles opened by one process conflict with each other, (b) processes sharing one
+ * handle (fork after open) do not conflict, and (c) locks go away at release (last close of
+ * the handle), not at the owner's first close. Blocking requests (F_SETLKW) wait on the
+ * session thread; this needs the multi-threaded loop, and more waiters than loop threads
+ * could stall the mount. An interrupted waiter is not woken (no FUSE interrupt handling).
+ */
+static void ll_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	(void)ino;
+	lock->l_pid = 0; /* required by OFD lock commands */
+	if (fcntl(pt__file(fi)->fd, F_OFD_GETLK, lock) == -1)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lock(req, lock);
+}
+
+static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	int rc = 0;
+
+	(void)ino;
+	lock->l_pid = 0;
+	if (fcntl(pt__file(fi)->fd, sleep ? F_OFD_SETLKW : F_OFD_SETLK, lock) == -1)
+		rc = -errno;
+	reply_err(req, rc);
+}
+
+static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	int rc = 0;
+
+	(void)ino;
+	/* flock locks belong to the open file description, which is exactly one FUSE handle
+	 * here, so semantics match. A blocking request waits on the session thread. */
+	if (flock(pt__file(fi)->fd, op) == -1)
+		rc = -errno;
+	reply_err(req, rc);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The table                                                                                 */
+
+static const struct fuse_lowlevel_ops pt_ops_table = {
+	.init = pt__init,
+	.destroy = pt__destroy,
+	.lookup = ll_lookup,
+	.forget = ll_forget,
+	.forget_multi = ll_forget_multi,
+	.getattr = ll_getattr,
+	.setattr = ll_setattr,
+	.readlink = ll_readlink,
+	.mknod = ll_mknod,
+	.mkdir = ll_mkdir,
+	.unlink = ll_unlink,
+	.rmdir = ll_rmdir,
+	.symlink = ll_symlink,
+	.rename = ll_rename,
+	.link = ll_link,
+	.open = ll_open,
+	.create = ll_create,
+	.read = ll_read,
+	.write_buf = ll_write_buf,
+	.flush = ll_flush,
+	.release = ll_release,
+	.fsync = ll_fsync,
+	.opendir = pt__opendir,
+	.readdir = pt__readdir,
+	.readdirplus = pt__readdirplus,
+	.releasedir = pt__releasedir,
+	.fsyncdir = pt__fsyncdir,
+	.statfs = ll_statfs,
+	.access = ll_access,
+	.setxattr = pt__setxattr,
+	.getxattr = pt__getxattr,
+	.listxattr = pt__listxattr,
+	.removexattr = pt__removexattr,
+	.fallocate = ll_fallocate,
+	.lseek = ll_lseek,
+	.copy_file_range = ll_copy_file_range,
+	.getlk = ll_getlk,
+	.setlk = ll_setlk,
+	.flock = ll_flock,
+};
+
+const struct fuse_lowlevel_ops *pt_ops(void)
+{
+	return &pt_ops_table;
+}
