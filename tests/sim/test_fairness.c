@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Proportional share between groups (cfq-bfq.md §3): weights in time mode and IOPS mode,
+ * hierarchical vfraction, and equal-weight fairness (Jain's index).
+ *
+ * Method: greedy sequential readers (one 128 KiB read in flight, no think time), one per group.
+ * Every reader moves the same bytes per unit of device time once it holds the disk, so the
+ * byte share over a window is the service share. A warm-up is excluded from the window so the
+ * initial placement of groups on the service tree does not count.
+ */
+#include "sim_helpers.h"
+
+#define WARMUP (2 * SIM_S)
+
+/* Byte share of each process over [warmup, end]. */
+static void shares(struct sim *s, const unsigned *idx, size_t n, sched_ns end, double *out)
+{
+	uint64_t base[16], total = 0;
+
+	cr_assert(n <= 16);
+	run_ok(s, WARMUP);
+	for (size_t i = 0; i < n; i++)
+		base[i] = sim_proc_stats(s, idx[i])->bytes;
+	run_ok(s, end);
+	for (size_t i = 0; i < n; i++) {
+		out[i] = (double)(sim_proc_stats(s, idx[i])->bytes - base[i]);
+		total += (uint64_t)out[i];
+	}
+	cr_assert(total > 0, "nothing was served");
+	for (size_t i = 0; i < n; i++)
+		out[i] /= (double)total;
+}
+
+static void assert_weighted(struct sim *s, sched_ns end, const char *mode)
+{
+	static const uint32_t w[4] = {100, 200, 400, 800};
+	unsigned idx[4];
+	double got[4];
+
+	for (int i = 0; i < 4; i++)
+		idx[i] = add_seq_reader(s, add_group(s, SCHED_ROOT_GROUP, w[i]), SCHED_CLASS_BE,
+					SCHED_LEVEL_NORM);
+	shares(s, idx, 4, end, got);
+	for (int i = 0; i < 4; i++) {
+		double want = w[i] / 1500.0;
+
+		cr_log_info("%s: weight %u share %.4f want %.4f (ratio %.3f)", mode, w[i], got[i],
+			    want, got[i] / want);
+		/* the target: within +-5% of the weight ratio */
+		cr_expect(got[i] >= 0.95 * want && got[i] <= 1.05 * want,
+			  "%s: weight %u got share %.4f, want %.4f +-5%%", mode, w[i], got[i], want);
+	}
+}
+
+Test(fairness, weights_time_mode_hdd)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "hdd", 1);
+	struct sched_info info;
+
+	set_tunable(s, "slice_idle", 8);
+	assert_weighted(s, 30 * SIM_S, "time");
+	sched_get_info(sim_sched(s), &info);
+	cr_expect_not(info.iops_mode, "hdd with slice_idle=8 must charge time");
+	sim_destroy(s);
+}
+
+Test(fairness, weights_iops_mode_ssd)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "ssd", 1);
+	struct sched_info info;
+
+	/* non-rotational: slice_idle defaults to 0 (Linux 4.2+); force the mode anyway */
+	cr_expect_eq(get_tunable(s, "slice_idle"), 0, "ssd must default to slice_idle=0");
+	set_tunable(s, "slice_idle", 0);
+	set_tunable(s, "group_mode", 2);
+	assert_weighted(s, 6 * SIM_S, "iops");
+	sched_get_info(sim_sched(s), &info);
+	cr_expect(info.iops_mode, "slice_idle=0 + group_mode=iops must charge requests");
+	sim_destroy(s);
+}
+
+/*
+ * A(500){A1(100), A2(300)}, B(500): A and B split the root 50:50; A's half splits 1:3 between
+ * its children, A has no tasks of its own so its leaf weight plays no part.
+ * vfraction: A1 = 500/1000 * 100/400 = 12.5 %, A2 = 500/1000 * 300/400 = 37.5 %, B = 50 %.
+ */
+Test(fairness, hierarchical_vfraction)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "hdd", 1);
+	uint32_t a = add_group(s, SCHED_ROOT_GROUP, 500);
+	uint32_t a1 = add_group(s, a, 100), a2 = add_group(s, a, 300);
+	uint32_t b = add_group(s, SCHED_ROOT_GROUP, 500);
+	unsigned idx[3];
+	double got[3];
+	static const double want[3] = {0.125, 0.375, 0.5};
+
+	idx[0] = add_seq_reader(s, a1, SCHED_CLASS_BE, SCHED_LEVEL_NORM);
+	idx[1] = add_seq_reader(s, a2, SCHED_CLASS_BE, SCHED_LEVEL_NORM);
+	idx[2] = add_seq_reader(s, b, SCHED_CLASS_BE, SCHED_LEVEL_NORM);
+	shares(s, idx, 3, 30 * SIM_S, got);
+	for (int i = 0; i < 3; i++) {
+		cr_log_info("hier: group %d share %.4f want %.4f", i, got[i], want[i]);
+		cr_expect(got[i] >= want[i] - 0.05 && got[i] <= want[i] + 0.05,
+			  "A1:A2:B share %d = %.4f, want %.3f +-5 points", i, got[i], want[i]);
+	}
+	sim_destroy(s);
+}
+
+static void assert_jain(struct sim *s, const unsigned *idx, const char *what)
+{
+	double got[4];
+	double j;
+
+	shares(s, idx, 4, 12 * SIM_S, got);
+	j = sim_jain(got, 4);
+	cr_log_info("%s: shares %.4f %.4f %.4f %.4f jain %.5f", what, got[0], got[1], got[2],
+		    got[3], j);
+	cr_expect(j >= 0.99, "%s: Jain index %.5f < 0.99 (%.4f %.4f %.4f %.4f)", what, j, got[0],
+		  got[1], got[2], got[3]);
+}
+
+Test(fairness, equal_weight_groups_jain)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "hdd", 1);
+	unsigned idx[4];
+
+	for (int i = 0; i < 4; i++)
+		idx[i] = add_seq_reader(s, add_group(s, SCHED_ROOT_GROUP, 500), SCHED_CLASS_BE,
+					SCHED_LEVEL_NORM);
+	assert_jain(s, idx, "4 groups");
+	sim_destroy(s);
+}
+
+Test(fairness, equal_processes_jain)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "hdd", 1);
+	unsigned idx[4];
+
+	for (int i = 0; i < 4; i++)
+		idx[i] = add_seq_reader(s, SCHED_ROOT_GROUP, SCHED_CLASS_BE, SCHED_LEVEL_NORM);
+	assert_jain(s, idx, "4 processes");
+	sim_destroy(s);
+}
+
+Test(fairness, equal_processes_jain_ssd)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "ssd", 1);
+	unsigned idx[4];
+
+	for (int i = 0; i < 4; i++)
+		idx[i] = add_seq_reader(s, SCHED_ROOT_GROUP, SCHED_CLASS_BE, SCHED_LEVEL_NORM);
+	assert_jain(s, idx, "4 processes on ssd");
+	sim_destroy(s);
+}
