@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sched_micro - cost of one request through the scheduler core (enqueue + dispatch + complete)
+ * with N busy queues spread over G groups.
+ *
+ * Every queue keeps two requests queued at all times: each dispatched request is completed at
+ * once (simulated time advances by --step-us per request) and re-enqueued on its queue at a
+ * non-contiguous offset (so it never merges). The request pool is allocated up front; the
+ * measured loop does not allocate (new queues and groups are created during the warm-up pass).
+ *
+ *     sched_micro                      the matrix: queues 1, 64, 1024, 16384 x groups 1, 10, 1000
+ *                                      (combinations with fewer queues than groups are skipped)
+ *     sched_micro --queues 1024 --groups 10 [--reqs R] [--runs K] [--policy cfq|deadline|noop]
+ *
+ * Output, one line per combination: queues=N groups=G ns_per_req=X (median of --runs runs).
+ * bench/sched_micro_callgrind.sh runs one combination under callgrind, counting only
+ * measure_loop(), and prints instructions per request.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched.h"
+
+#define PER_QUEUE 2u	     /* requests kept queued per queue */
+#define REQ_LEN (64u * 1024u) /* [bytes] */
+
+struct bench {
+	struct sched *sd;
+	struct sched_rq *pool;	/* nqueues * PER_QUEUE requests */
+	uint32_t *group_of;	/* group id per queue */
+	unsigned nqueues;
+	sched_ns now;		/* [ns] simulated clock */
+	sched_ns step;		/* [ns] per request */
+	uint64_t *next_off;	/* per queue [bytes] */
+};
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int fill(struct bench *b, struct sched_rq *rq, unsigned q)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->queue_key = q + 1;
+	rq->group = b->group_of[q];
+	rq->ioclass = SCHED_CLASS_BE;
+	rq->level = SCHED_LEVEL_NORM;
+	rq->op = SCHED_OP_READ;
+	rq->flags = SCHED_RQ_SYNC;
+	rq->file = q + 1;
+	rq->offset = b->next_off[q];
+	rq->len = REQ_LEN;
+	/* leave a gap: never contiguous with the previous request, so never merged */
+	b->next_off[q] += 2 * REQ_LEN;
+	return sched_enqueue(b->sd, rq, b->now);
+}
+
+static int bench_setup(struct bench *b, enum sched_policy policy, unsigned nqueues,
+		       unsigned ngroups, sched_ns step)
+{
+	uint32_t *gids = NULL;
+	int ret = -ENOMEM;
+
+	memset(b, 0, sizeof(*b));
+	b->nqueues = nqueues;
+	b->step = step;
+	b->sd = sched_create(policy, false);
+	b->pool = calloc((size_t)nqueues * PER_QUEUE, sizeof(*b->pool));
+	b->group_of = calloc(nqueues, sizeof(*b->group_of));
+	b->next_off = calloc(nqueues, sizeof(*b->next_off));
+	gids = calloc(ngroups, sizeof(*gids));
+	if (b->sd == NULL || b->pool == NULL || b->group_of == NULL || b->next_off == NULL ||
+	    gids == NULL)
+		goto out;
+	gids[0] = SCHED_ROOT_GROUP;
+	for (unsigned g = 1; g < ngroups; g++) {
+		/* weights 100..1000, deterministic spread */
+		uint32_t w = 100 + (uint32_t)((g * 37u) % 10u) * 100u;
+
+		ret = sched_group_create(b->sd, SCHED_ROOT_GROUP, w, w, &gids[g]);
+		if (ret != 0)
+			goto out;
+	}
+	for (unsigned q = 0; q < nqueues; q++)
+		b->group_of[q] = gids[q % ngroups];
+	for (unsigned i = 0; i < PER_QUEUE; i++)
+		for (unsigned q = 0; q < nqueues; q++) {
+			ret = fill(b, &b->pool[(size_t)q * PER_QUEUE + i], q);
+			if (ret != 0)
+				goto out;
+		}
+	ret = 0;
+out:
+	free(gids);
+	return ret;
+}
+
+static void bench_teardown(struct bench *b)
+{
+	if (b->sd != NULL && b->pool != NULL) {
+		for (size_t i = 0; i < (size_t)b->nqueues * PER_QUEUE; i++)
+			(void)sched_cancel(b->sd, &b->pool[i], b->now);
+	}
+	if (b->sd != NULL)
+		sched_destroy(b->sd);
+	free(b->pool);
+	free(b->group_of);
+	free(b->next_off);
+}
+
+/* Runs n requests through the core. Returns how many completed (n unless the core stalls). */
+static uint64_t step_loop(struct bench *b, uint64_t n)
+{
+	uint64_t done = 0;
+	unsigned stalls = 0;
+
+	while (done < n) {
+		struct sched_rq *rq = sched_dispatch(b->sd, b->now);
+		unsigned q;
+
+		if (rq == NULL) {
+			sched_ns t = sched_next_event(b->sd);
+
+			if (t == SCHED_NS_NEVER || ++stalls > 1000000u)
+				break;
+			b->now = sched_time_after(t, b->now) ? t : b->now + 1000;
+			continue;
+		}
+		b->now += b->step;
+		sched_complete(b->sd, rq, 0, b->now);
+		q = (unsigned)(rq->queue_key - 1);
+		if (fill(b, rq, q) != 0)
+			break;
+		done++;
+	}
+	return done;
+}
+
+/* The measured part; a separate symbol so callgrind can count only it. */
+__attribute__((noinline)) static uint64_t measure_loop(struct bench *b, uint64_t n)
+{
+	return step_loop(b, n);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int run_combo(enum sched_policy policy, unsigned nq, unsigned ng, uint64_t reqs,
+		     unsigned runs, sched_ns step)
+{
+	double res[16];
+
+	if (runs > 16)
+		runs = 16;
+	for (unsigned r = 0; r < runs; r++) {
+		struct bench b;
+		uint64_t t0, t1, done;
+		int ret = bench_setup(&b, policy, nq, ng, step);
+
+		if (ret != 0) {
+			fprintf(stderr, "sched_micro: setup queues=%u groups=%u: %s\n", nq, ng,
+				strerror(-ret));
+			bench_teardown(&b);
+			return 1;
+		}
+		/* warm-up: every queue dispatched at least once, structures at steady size */
+		step_loop(&b, (uint64_t)nq * PER_QUEUE + 1000);
+		t0 = wall_ns();
+		done = measure_loop(&b, reqs);
+		t1 = wall_ns();
+		bench_teardown(&b);
+		if (done != reqs) {
+			fprintf(stderr, "sched_micro: core stalled after %llu of %llu requests\n",
+				(unsigned long long)done, (unsigned long long)reqs);
+			return 1;
+		}
+		res[r] = (double)(t1 - t0) / (double)reqs;
+	}
+	qsort(res, runs, sizeof(res[0]), cmp_double);
+	printf("queues=%u groups=%u ns_per_req=%.1f\n", nq, ng, res[runs / 2]);
+	fflush(stdout);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: sched_micro [--queues N --groups G] [--reqs R] [--runs K]\n"
+			"                   [--policy cfq|deadline|noop] [--step-us U]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned queues[] = {1, 64, 1024, 16384};
+	static const unsigned groups[] = {1, 10, 1000};
+	enum sched_policy policy = SCHED_POLICY_CFQ;
+	unsigned nq = 0, ng = 0, runs = 5;
+	uint64_t reqs = 200000;
+	sched_ns step = 20 * SCHED_NS_PER_US;
+	int ret = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (v == NULL) {
+			usage();
+			return 2;
+		}
+		if (strcmp(a, "--queues") == 0)
+			nq = (unsigned)strtoul(v, NULL, 10);
+		else if (strcmp(a, "--groups") == 0)
+			ng = (unsigned)strtoul(v, NULL, 10);
+		else if (strcmp(a, "--reqs") == 0)
+			reqs = strtoull(v, NULL, 10);
+		else if (strcmp(a, "--runs") == 0)
+			runs = (unsigned)strtoul(v, NULL, 10);
+		else if (strcmp(a, "--step-us") == 0)
+			step = strtoull(v, NULL, 10) * SCHED_NS_PER_US;
+		else if (strcmp(a, "--policy") == 0) {
+			if (sched_policy_parse(v, &policy) != 0) {
+				usage();
+				return 2;
+			}
+		} else {
+			usage();
+			return 2;
+		}
+		i++;
+	}
+	if (runs == 0 || reqs == 0 || (nq == 0) != (ng == 0)) {
+		usage();
+		return 2;
+	}
+	if (nq != 0)
+		return run_combo(policy, nq, ng, reqs, runs, step);
+	for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++)
+		for (size_t j = 0; j < sizeof(groups) / sizeof(groups[0]); j++)
+			if (queues[i] >= groups[j])
+				ret |= run_combo(policy, queues[i], groups[j], reqs, runs, step);
+	return ret;
+}
