@@ -70,17 +70,25 @@ static inline unsigned add_proc(struct sim *s, const struct sim_proc_spec *ps)
 	return idx;
 }
 
-/* A greedy sequential reader (one 128 KiB read in flight, no think time). */
-static inline unsigned add_seq_reader(struct sim *s, uint32_t group, uint8_t ioclass,
-				      uint8_t level)
+/* A greedy sequential reader (one read of `size` bytes in flight, no think time). */
+static inline unsigned add_seq_reader_sz(struct sim *s, uint32_t group, uint8_t ioclass,
+					 uint8_t level, uint64_t size)
 {
 	struct sim_proc_spec ps;
 
 	sim_proc_default(SIM_SEQ_READER, &ps);
+	ps.req_size = size;
 	ps.group = group;
 	ps.ioclass = ioclass;
 	ps.level = level;
 	return add_proc(s, &ps);
+}
+
+/* A greedy sequential reader with 128 KiB reads. */
+static inline unsigned add_seq_reader(struct sim *s, uint32_t group, uint8_t ioclass,
+				      uint8_t level)
+{
+	return add_seq_reader_sz(s, group, ioclass, level, 128 * KIB);
 }
 
 static inline double ms_of(sched_ns t)
