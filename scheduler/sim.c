@@ -791,8 +791,15 @@ static int dispatch_step(struct sim *s)
 	if (s->dev_inflight >= s->depth)
 		return 0; /* the next completion dispatches */
 	t = sched_next_event(s->sd);
-	if (t == SCHED_NS_NEVER)
+	if (t == SCHED_NS_NEVER) {
+		/* queued work, an idle device and no timer: nothing would ever dispatch it */
+		if (s->dev_inflight == 0 && sched_nr_queued(s->sd) > 0)
+			return fail(s, -EFAULT,
+				    "scheduler hang at %llu ns: %zu queued, none in flight, "
+				    "dispatch NULL and no next event",
+				    (unsigned long long)s->now, sched_nr_queued(s->sd));
 		return 0;
+	}
 	if (!sched_time_after(t, s->now)) {
 		/* it wants to be called now, but just said NULL: step 1 us to avoid spinning */
 		s->tot.timer_stalls++;
