@@ -85,7 +85,7 @@ int cg_rules_check(const struct cg_rules *r, size_t *bad)
 		if (rl->ioclass != CG_CLASS_KEEP && rl->ioclass != SCHED_CLASS_RT &&
 		    rl->ioclass != SCHED_CLASS_BE && rl->ioclass != SCHED_CLASS_IDLE)
 			ok = false;
-		if (rl->level != CG_LEVEL_KEEP && rl->level >= SCHED_LEVELS)
+		if (rl->has_level && rl->level >= SCHED_LEVELS)
 			ok = false;
 		if (!ok) {
 			if (bad)
@@ -130,7 +130,7 @@ int cg_rules_match(const struct cg_rules *r, const struct cg_caller *who, const 
 			/* like ionice -c without -n: the class's normal level */
 			out->level = SCHED_LEVEL_NORM;
 		}
-		if (rl->level != CG_LEVEL_KEEP)
+		if (rl->has_level)
 			out->level = rl->level;
 	}
 	if (out->ioclass == SCHED_CLASS_IDLE)

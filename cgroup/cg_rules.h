@@ -42,14 +42,14 @@ enum cg_group_by {
 #define CG_WEIGHT_UNSET 0u		    /* no weight given: group_by's default applies */
 #define CG_WEIGHT_FROM_CGROUP UINT32_MAX    /* take it from the caller's cgroup weight files */
 #define CG_CLASS_KEEP 0u		    /* cg_rule.ioclass: keep the caller's class */
-#define CG_LEVEL_KEEP 0xffu		    /* cg_rule.level: keep the caller's (or class's) level */
 
 /*
  * One rule. Every pointer may be NULL (matcher absent / action not set); strings are
  * NUL-terminated and owned by whoever owns the rule list.
  * Valid (cg_rules_check): path NULL or starting with '/'; group NULL or non-empty, shorter
  * than CG_NAME_MAX; weight CG_WEIGHT_UNSET, CG_WEIGHT_FROM_CGROUP or 10..1000; ioclass
- * CG_CLASS_KEEP or enum sched_class; level CG_LEVEL_KEEP or 0..7.
+ * CG_CLASS_KEEP or enum sched_class; level 0..7 when has_level.
+ * A zero-initialised rule matches everyone and changes nothing (all "unset").
  */
 struct cg_rule {
 	/* matchers */
@@ -63,8 +63,10 @@ struct cg_rule {
 	/* actions */
 	const char *group;	/* group identity; NULL: group_by's default */
 	uint32_t weight;	/* [weight units] 10..1000, CG_WEIGHT_UNSET or CG_WEIGHT_FROM_CGROUP */
-	uint8_t ioclass;	/* enum sched_class, or CG_CLASS_KEEP */
-	uint8_t level;		/* 0..7, or CG_LEVEL_KEEP; IDLE always ends at 7 */
+	uint8_t ioclass;	/* enum sched_class, or CG_CLASS_KEEP; a forced class without a
+				   level gets level 4, like ionice -c without -n */
+	bool has_level;		/* force `level` */
+	uint8_t level;		/* 0..7 when has_level; IDLE always ends at 7 */
 };
 
 /* The rule set: a view over the caller's array, not a copy. */
