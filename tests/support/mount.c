@@ -19,6 +19,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -462,7 +463,10 @@ static bool mounted_and_answering(struct mnt *m)
 	if (!mnt_is_fuse_mounted(m->mnt))
 		return false;
 	/* blocks until the daemon has answered INIT and GETATTR of the root */
-	return stat(m->mnt, &st) == 0;
+	if (stat(m->mnt, &st) != 0)
+		return false;
+	m->dev = st.st_dev;
+	return true;
 }
 
 int mnt_start(struct mnt *m, const char *const *extra_args)
@@ -565,6 +569,56 @@ int mnt_setup(struct mnt *m, const char *const *extra_args)
 	return mnt_start(m, extra_args);
 }
 
+static void abort_connection(struct mnt *m)
+{
+	char path[96];
+	int fd;
+
+	if (m->dev == 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", minor(m->dev));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) != 1)
+		fprintf(stderr, "mount fixture: %s: %s\n", path, strerror(errno));
+	close(fd);
+}
+
+/*
+ * Closes this process's descriptors that point into the mount: a test that failed half-way
+ * leaves them open, and they would keep the mount busy. Returns how many were closed.
+ */
+static int close_fds_under(const char *mp)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t len = strlen(mp);
+	struct dirent *de;
+	int closed = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char link[64], target[PATH_MAX];
+		ssize_t n;
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strncmp(target, mp, len) == 0 && (target[len] == '/' || target[len] == '\0')) {
+			close(fd);
+			closed++;
+		}
+	}
+	closedir(d);
+	return closed;
+}
+
 /* Unmounts and reaps the daemon; keeps m->base. Idempotent. */
 static void stop_daemon(struct mnt *m)
 {
@@ -576,13 +630,27 @@ static void stop_daemon(struct mnt *m)
 			const char *ul[] = { "umount", "-l", m->mnt, NULL };
 
 			if (!run_quiet(fu, 10000) || mnt_is_fuse_mounted(m->mnt)) {
-				fprintf(stderr, "mount fixture: fusermount3 -u %s failed, umount -l\n",
-					m->mnt);
+				int n = close_fds_under(m->mnt);
+
+				if (n > 0)
+					fprintf(stderr, "mount fixture: closed %d descriptor(s) left "
+							"open in %s\n", n, m->mnt);
+			}
+			if (mnt_is_fuse_mounted(m->mnt) &&
+			    (!run_quiet(fu, 10000) || mnt_is_fuse_mounted(m->mnt))) {
+				fprintf(stderr, "mount fixture: fusermount3 -u %s failed (busy?), "
+						"umount -l and abort the connection\n", m->mnt);
 				if (!run_quiet(ul, 10000))
 					umount2(m->mnt, MNT_DETACH);
+				/* open descriptors keep a lazily detached fuse sb (and the daemon)
+				 * alive; aborting the connection ends both */
+				if (!wait_bounded(m->pid, 500, &m->status))
+					abort_connection(m);
+				else
+					m->reaped = true;
 			}
 		}
-		if (!wait_bounded(m->pid, MNT_EXIT_TIMEOUT_MS, &m->status)) {
+		if (!m->reaped && !wait_bounded(m->pid, MNT_EXIT_TIMEOUT_MS, &m->status)) {
 			fprintf(stderr, "mount fixture: daemon %d still running after unmount, "
 					"SIGKILL\n", (int)m->pid);
 			kill(m->pid, SIGKILL);
@@ -734,6 +802,31 @@ ssize_t mnt_get(const char *path, void *buf, size_t cap)
 out_close:
 	close(fd);
 	return ret;
+}
+
+int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int code = fn(arg);
+
+		fflush(NULL);
+		_exit(code);
+	}
+	if (!wait_bounded(pid, timeout_ms, &status)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -ETIMEDOUT;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
 }
 
 /* ---- Criterion glue ------------------------------------------------------------------------ */

@@ -58,6 +58,7 @@ struct mnt {
 	bool killed;		/* teardown had to SIGKILL the daemon */
 	bool unmount_failed;	/* teardown could not remove the mount */
 	int status;		/* raw wait status of the daemon, valid once reaped */
+	dev_t dev;		/* st_dev of the mounted root: names /sys/fs/fuse/connections/N */
 	unsigned ring_next;	/* next slot of ring[] */
 	char ring[MNT_PATH_RING][PATH_MAX]; /* storage for mnt_path()/src_path() results */
 };
@@ -85,8 +86,9 @@ int mnt_start(struct mnt *m, const char *const *extra_args);
 int mnt_setup(struct mnt *m, const char *const *extra_args);
 
 /*
- * Unmounts (fusermount3 -u, then umount -l), waits up to MNT_EXIT_TIMEOUT_MS for the daemon
- * (then SIGKILL), records its status and removes m->base. Idempotent; cannot fail, but sets
+ * Unmounts (fusermount3 -u; if busy, e.g. a failed test left a descriptor open: umount -l and
+ * abort the FUSE connection), waits up to MNT_EXIT_TIMEOUT_MS for the daemon (then SIGKILL),
+ * records its status and removes m->base. Idempotent; cannot fail, but sets
  * m->unmount_failed (and keeps m->base) if the mount would not go away.
  */
 void mnt_teardown(struct mnt *m);
@@ -132,6 +134,14 @@ ssize_t mnt_get(const char *path, void *buf, size_t cap);
 int mnt_run(const char *const *argv, int timeout_ms, int *status, char *out, size_t outsz,
 	    char *err, size_t errsz);
 
+/*
+ * Runs fn(arg) in a forked child that leaves with _exit(fn(arg)) (never running atexit or
+ * Criterion code), waiting up to timeout_ms (then SIGKILL). Returns the child's exit code,
+ * 128 + signal if it died of a signal, or -errno. Child code must report through its exit code
+ * and stderr, not through cr_assert.
+ */
+int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms);
+
 /* --- Criterion glue ---------------------------------------------------------------------- */
 
 /*
@@ -146,5 +156,30 @@ void mnt_cr_teardown(struct mnt *m);
  * mount is gone (a .fini cannot fail a test in Criterion 2.4).
  */
 void mnt_cr_finish(struct mnt *m);
+
+/*
+ * In a test body: `expr` must yield -1 with errno == err (use with calls returning -1 on error).
+ * Needs <criterion/criterion.h>, <errno.h> and <string.h> in the including file.
+ */
+#define MNT_EXPECT_ERRNO(expr, err)                                                         \
+	do {                                                                                \
+		errno = 0;                                                                  \
+		long mnt_r_ = (long)(expr);                                                 \
+		int mnt_e_ = errno;                                                         \
+		cr_assert(mnt_r_ == -1 && mnt_e_ == (err),                                  \
+			  "%s: expected -1 with %s, got %ld with errno %s", #expr,           \
+			  strerrorname_np(err), mnt_r_,                                     \
+			  mnt_e_ ? strerrorname_np(mnt_e_) : "0");                          \
+	} while (0)
+
+/* In a test body: `expr` must yield 0 (or >= 0 if nonneg); shows errno otherwise. */
+#define MNT_EXPECT_OK(expr)                                                                 \
+	do {                                                                                \
+		errno = 0;                                                                  \
+		long mnt_r_ = (long)(expr);                                                 \
+		int mnt_e_ = errno;                                                         \
+		cr_assert(mnt_r_ == 0, "%s: expected 0, got %ld (errno %s)", #expr, mnt_r_, \
+			  mnt_e_ ? strerrorname_np(mnt_e_) : "0");                          \
+	} while (0)
 
 #endif /* CFQFS_TEST_MOUNT_H */

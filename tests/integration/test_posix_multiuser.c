@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * posix_multiuser: a root mount with -o allow_other used by an unprivileged caller (a forked
+ * child that drops to uid/gid 65534). Permissions are enforced, new objects belong to the
+ * caller with the caller's umask, setgid directories pass on their group, and the caller cannot
+ * give files away.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+#define NOBODY 65534
+#define SHARED_GID 4242
+
+static struct mnt M;
+
+static void setup(void)
+{
+	static const char *const args[] = { "-o", "allow_other", NULL };
+
+	if (geteuid() != 0)
+		cr_skip("multi-user tests need root (to mount with allow_other and drop to %d)",
+			NOBODY);
+	mnt_cr_setup(&M, args);
+}
+
+static void teardown(void)
+{
+	mnt_cr_teardown(&M);
+}
+
+TestSuite(posix_multiuser, .init = setup, .fini = teardown, .timeout = 60);
+
+#define CHILD_CHECK(cond)                                                                   \
+	do {                                                                                \
+		if (!(cond)) {                                                              \
+			fprintf(stderr, "child (uid %d): line %d: %s failed (errno %s)\n",    \
+				(int)getuid(), __LINE__, #cond,                             \
+				errno ? strerrorname_np(errno) : "0");                      \
+			return 1;                                                           \
+		}                                                                           \
+	} while (0)
+
+/* Child side: become NOBODY:NOBODY with the given supplementary groups, umask 027. */
+static int drop_privileges(const gid_t *groups, size_t n)
+{
+	if (setgroups(n, groups) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0) {
+		fprintf(stderr, "child: cannot drop privileges: %s\n", strerror(errno));
+		return -1;
+	}
+	if (getuid() != NOBODY || geteuid() != NOBODY || getegid() != NOBODY)
+		return -1;
+	umask(027);
+	return 0;
+}
+
+static int expect_errno(long r, int err, const char *what)
+{
+	int e = errno;
+
+	if (r == -1 && e == err)
+		return 0;
+	fprintf(stderr, "child: %s: expected -1/%s, got %ld/%s\n", what, strerrorname_np(err), r,
+		e ? strerrorname_np(e) : "0");
+	return 1;
+}
+
+static void run_child(int (*fn)(void *))
+{
+	int rc = mnt_fork_run(fn, &M, 10000);
+
+	cr_assert_eq(rc, 0, "unprivileged child failed (rc %d); its stderr says why", rc);
+}
+
+static struct stat lstat_ok(const char *path)
+{
+	struct stat st;
+
+	cr_assert_eq(lstat(path, &st), 0, "lstat %s: %s", path, strerror(errno));
+	return st;
+}
+
+/* Root-owned fixtures made directly in SOURCE. */
+static void make_tree(void)
+{
+	cr_assert_eq(mnt_put(src_path(&M, "secret"), "root only", 9, 0600), 0);
+	cr_assert_eq(chmod(src_path(&M, "secret"), 0600), 0);
+	cr_assert_eq(mnt_put(src_path(&M, "public"), "everyone", 8, 0644), 0);
+	cr_assert_eq(chmod(src_path(&M, "public"), 0644), 0);
+	cr_assert_eq(mkdir(src_path(&M, "pub"), 0777), 0);
+	cr_assert_eq(chmod(src_path(&M, "pub"), 0777), 0);
+	cr_assert_eq(mkdir(src_path(&M, "sg"), 0777), 0);
+	cr_assert_eq(chown(src_path(&M, "sg"), 0, SHARED_GID), 0);
+	cr_assert_eq(chmod(src_path(&M, "sg"), 02777), 0);
+	cr_assert_eq(mkdir(src_path(&M, "rootdir"), 0755), 0);
+	cr_assert_eq(mnt_put(src_path(&M, "rootdir/f"), "f", 1, 0644), 0);
+	cr_assert_eq(mnt_put(src_path(&M, "groupfile"), "g", 1, 0660), 0);
+	cr_assert_eq(chown(src_path(&M, "groupfile"), 0, SHARED_GID), 0);
+	cr_assert_eq(chmod(src_path(&M, "groupfile"), 0660), 0);
+}
+
+static int c_read_denied(void *arg)
+{
+	struct mnt *m = arg;
+	char buf[16];
+	int fd;
+
+	if (drop_privileges(NULL, 0))
+		return 1;
+	errno = 0;
+	if (expect_errno(open(mnt_path(m, "secret"), O_RDONLY), EACCES, "open 0600 root file"))
+		return 1;
+	errno = 0;
+	if (expect_errno(open(mnt_path(m, "public"), O_WRONLY), EACCES, "open 0644 for write"))
+		return 1;
+	errno = 0;
+	if (expect_errno(access(mnt_path(m, "secret"), R_OK), EACCES, "access R_OK"))
+		return 1;
+	errno = 0;
+	if (expect_errno(access(mnt_path(m, "public"), W_OK), EACCES, "access W_OK"))
+		return 1;
+	CHILD_CHECK(access(mnt_path(m, "public"), R_OK) == 0);
+	fd = open(mnt_path(m, "public"), O_RDONLY);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(read(fd, buf, sizeof(buf)) == 8);
+	close(fd);
+	errno = 0;
+	if (expect_errno(truncate(mnt_path(m, "public"), 0), EACCES, "truncate 0644 root file"))
+		return 1;
+	return 0;
+}
+
+Test(posix_multiuser, unprivileged_caller_is_denied_by_mode_bits)
+{
+	make_tree();
+	run_child(c_read_denied);
+	cr_assert_eq(lstat_ok(src_path(&M, "public")).st_size, 8);
+	mnt_cr_finish(&M);
+}
+
+static int c_create(void *arg)
+{
+	struct mnt *m = arg;
+	int fd;
+
+	if (drop_privileges(NULL, 0))
+		return 1;
+	fd = open(mnt_path(m, "pub/mine"), O_WRONLY | O_CREAT | O_EXCL, 0666);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(write(fd, "mine", 4) == 4);
+	CHILD_CHECK(close(fd) == 0);
+	CHILD_CHECK(mkdir(mnt_path(m, "pub/mydir"), 0777) == 0);
+	CHILD_CHECK(symlink("mine", mnt_path(m, "pub/mylink")) == 0);
+	CHILD_CHECK(mkfifo(mnt_path(m, "pub/myfifo"), 0666) == 0);
+	errno = 0;
+	if (expect_errno(open(mnt_path(m, "rootdir/new"), O_WRONLY | O_CREAT, 0666), EACCES,
+			 "create in a root 0755 dir"))
+		return 1;
+	errno = 0;
+	if (expect_errno(unlink(mnt_path(m, "rootdir/f")), EACCES, "unlink in a root 0755 dir"))
+		return 1;
+	return 0;
+}
+
+Test(posix_multiuser, created_objects_belong_to_caller_with_its_umask)
+{
+	struct stat st;
+
+	make_tree();
+	run_child(c_create);
+	st = lstat_ok(src_path(&M, "pub/mine"));
+	cr_assert_eq(st.st_uid, NOBODY, "file uid %d", (int)st.st_uid);
+	cr_assert_eq(st.st_gid, NOBODY, "file gid %d", (int)st.st_gid);
+	cr_assert_eq(st.st_mode & 07777, 0640, "file mode %o, expected 0640 (umask 027)",
+		     st.st_mode & 07777);
+	st = lstat_ok(src_path(&M, "pub/mydir"));
+	cr_assert_eq(st.st_uid, NOBODY);
+	cr_assert_eq(st.st_gid, NOBODY);
+	cr_assert_eq(st.st_mode & 07777, 0750, "dir mode %o", st.st_mode & 07777);
+	st = lstat_ok(src_path(&M, "pub/mylink"));
+	cr_assert(S_ISLNK(st.st_mode));
+	cr_assert_eq(st.st_uid, NOBODY, "symlink uid %d", (int)st.st_uid);
+	st = lstat_ok(src_path(&M, "pub/myfifo"));
+	cr_assert_eq(st.st_uid, NOBODY, "fifo uid %d", (int)st.st_uid);
+	cr_assert_eq(st.st_mode & 07777, 0640);
+	st = lstat_ok(mnt_path(&M, "pub/mine"));
+	cr_assert_eq(st.st_uid, NOBODY);
+	cr_assert_eq(st.st_size, 4);
+	cr_assert_eq(lstat_ok(src_path(&M, "rootdir/f")).st_size, 1);
+	mnt_cr_finish(&M);
+}
+
+static int c_setgid_dir(void *arg)
+{
+	struct mnt *m = arg;
+	int fd;
+
+	if (drop_privileges(NULL, 0))
+		return 1;
+	CHILD_CHECK(mkdir(mnt_path(m, "sg/sub"), 0777) == 0);
+	fd = open(mnt_path(m, "sg/file"), O_WRONLY | O_CREAT, 0666);
+	CHILD_CHECK(fd >= 0);
+	close(fd);
+	return 0;
+}
+
+Test(posix_multiuser, setgid_directory_passes_group_to_new_entries)
+{
+	struct stat st;
+
+	make_tree();
+	run_child(c_setgid_dir);
+	st = lstat_ok(src_path(&M, "sg/sub"));
+	cr_assert_eq(st.st_uid, NOBODY);
+	cr_assert_eq(st.st_gid, SHARED_GID, "subdir gid %d, expected the setgid dir's %d",
+		     (int)st.st_gid, SHARED_GID);
+	cr_assert_eq(st.st_mode & 07777, 02750, "subdir mode %o, expected 02750",
+		     st.st_mode & 07777);
+	st = lstat_ok(src_path(&M, "sg/file"));
+	cr_assert_eq(st.st_uid, NOBODY);
+	cr_assert_eq(st.st_gid, SHARED_GID, "file gid %d", (int)st.st_gid);
+	cr_assert_eq(st.st_mode & 07777, 0640);
+	mnt_cr_finish(&M);
+}
+
+static int c_chown(void *arg)
+{
+	struct mnt *m = arg;
+	int fd;
+
+	if (drop_privileges(NULL, 0))
+		return 1;
+	fd = open(mnt_path(m, "pub/own"), O_WRONLY | O_CREAT, 0644);
+	CHILD_CHECK(fd >= 0);
+	close(fd);
+	errno = 0;
+	if (expect_errno(chown(mnt_path(m, "pub/own"), 0, (gid_t)-1), EPERM, "chown to root"))
+		return 1;
+	errno = 0;
+	if (expect_errno(chown(mnt_path(m, "pub/own"), (uid_t)-1, SHARED_GID), EPERM,
+			 "chgrp to a group the caller is not in"))
+		return 1;
+	errno = 0;
+	if (expect_errno(chown(mnt_path(m, "public"), NOBODY, NOBODY), EPERM,
+			 "take over root's file"))
+		return 1;
+	errno = 0;
+	if (expect_errno(chmod(mnt_path(m, "public"), 0666), EPERM, "chmod root's file"))
+		return 1;
+	/* setting explicit times needs ownership */
+	{
+		struct timespec ts[2] = { { 1, 0 }, { 1, 0 } };
+
+		errno = 0;
+		if (expect_errno(utimensat(AT_FDCWD, mnt_path(m, "public"), ts, 0), EPERM,
+				 "utimensat on root's file"))
+			return 1;
+	}
+	CHILD_CHECK(chmod(mnt_path(m, "pub/own"), 0600) == 0);
+	return 0;
+}
+
+Test(posix_multiuser, caller_cannot_give_away_or_take_files)
+{
+	struct stat st;
+
+	make_tree();
+	run_child(c_chown);
+	st = lstat_ok(src_path(&M, "pub/own"));
+	cr_assert_eq(st.st_uid, NOBODY);
+	cr_assert_eq(st.st_gid, NOBODY);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	st = lstat_ok(src_path(&M, "public"));
+	cr_assert_eq(st.st_uid, 0);
+	cr_assert_eq(st.st_mode & 07777, 0644);
+	mnt_cr_finish(&M);
+}
+
+static int c_group_write(void *arg)
+{
+	struct mnt *m = arg;
+	gid_t groups[] = { SHARED_GID };
+	int fd;
+
+	if (drop_privileges(groups, 1))
+		return 1;
+	fd = open(mnt_path(m, "groupfile"), O_WRONLY | O_TRUNC);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(write(fd, "by-group", 8) == 8);
+	CHILD_CHECK(close(fd) == 0);
+	/* and a supplementary group may be chosen as a new file's group */
+	fd = open(mnt_path(m, "pub/grp"), O_WRONLY | O_CREAT, 0660);
+	CHILD_CHECK(fd >= 0);
+	close(fd);
+	CHILD_CHECK(chown(mnt_path(m, "pub/grp"), (uid_t)-1, SHARED_GID) == 0);
+	return 0;
+}
+
+Test(posix_multiuser, supplementary_group_grants_access)
+{
+	char buf[16];
+
+	make_tree();
+	run_child(c_group_write);
+	cr_assert_eq(mnt_get(src_path(&M, "groupfile"), buf, sizeof(buf)), 8);
+	cr_assert_arr_eq(buf, "by-group", 8);
+	cr_assert_eq(lstat_ok(src_path(&M, "pub/grp")).st_gid, SHARED_GID);
+	mnt_cr_finish(&M);
+}
+
+Test(posix_multiuser, root_caller_creates_root_owned_files)
+{
+	struct stat st;
+
+	umask(022);
+	cr_assert_eq(mnt_put(mnt_path(&M, "rootmade"), "r", 1, 0666), 0);
+	st = lstat_ok(src_path(&M, "rootmade"));
+	cr_assert_eq(st.st_uid, 0);
+	cr_assert_eq(st.st_gid, 0);
+	cr_assert_eq(st.st_mode & 07777, 0644);
+	mnt_cr_finish(&M);
+}
