@@ -91,6 +91,23 @@ Test(posix_rename, noreplace_onto_existing_gives_eexist)
 	mnt_cr_finish(&M);
 }
 
+/*
+ * The VFS itself refuses NOREPLACE onto a target it knows; here the target appears in SOURCE
+ * after the kernel saw (and may have cached) it as missing, so only the daemon can refuse.
+ */
+Test(posix_rename, noreplace_onto_target_created_behind_the_kernels_back_gives_eexist)
+{
+	struct stat st;
+
+	cr_assert_eq(mnt_put(src_path(&M, "a"), "AAA", 3, 0644), 0);
+	MNT_EXPECT_ERRNO(lstat(mnt_path(&M, "late"), &st), ENOENT);
+	cr_assert_eq(mnt_put(src_path(&M, "late"), "LATE", 4, 0644), 0);
+	MNT_EXPECT_ERRNO(rn2(mnt_path(&M, "a"), mnt_path(&M, "late"), RENAME_NOREPLACE), EEXIST);
+	expect_content(src_path(&M, "late"), "LATE");
+	expect_content(src_path(&M, "a"), "AAA");
+	mnt_cr_finish(&M);
+}
+
 Test(posix_rename, noreplace_onto_free_name_moves)
 {
 	cr_assert_eq(mnt_put(src_path(&M, "a"), "AAA", 3, 0644), 0);
