@@ -126,6 +126,8 @@ struct sched_rq {
 	void *owner;			/* the policy's queue holding it */
 	uint64_t seq;			/* arrival sequence number: deterministic tie-breaker */
 	uint32_t state;			/* debug: queued / dispatched / done (for checks) */
+	struct sched_rq *merge_prev;	/* previous member of its chain; NULL for a head */
+	struct sched_rq *merge_tail;	/* head only: last member of its chain, NULL if none */
 };
 
 /* ---------------------------------------------------------------------------------------- */

@@ -1,0 +1,1362 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sched_cfq.c - the CFQ policy (Linux 4.x cfq-iosched, group-aware), over the queues and
+ * groups of sched.c and the group fair queueing of sched_fq.c.
+ *
+ * Selection is group -> class -> workload -> queue: the group with the smallest vdisktime;
+ * inside it RT > BE > IDLE strictly; then the workload type (ASYNC, SYNC_NOIDLE, SYNC) whose
+ * first queue has the smallest rb_key, kept for a workload slice; then the first queue of that
+ * service tree. The active queue keeps the device for its slice (priority-scaled, shrunk under
+ * low_latency so all busy queues of the group fit its share of target_latency), idling after
+ * it empties when its history says another request is coming.
+ *
+ * Differences from the kernel, on purpose:
+ *  - no plugging: a request arriving while its queue idles cancels the idle timer at once
+ *    (the caller dispatches right after sched_enqueue), instead of waiting for unplug;
+ *  - a queue's "sector" is (file, offset): different files are a far seek;
+ *  - "leftover slice" (slice_resid > 0, set at preemption) moves a queue *earlier* on its
+ *    service tree, as the reference describes;
+ *  - jiffy-sized constants are in ns: CFQ_MIN_TT = 2 ms, the one-jiffy slack and the IDLE
+ *    workload window = 1 ms;
+ *  - cooperating-queue merging (close cooperators) is not implemented.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched_i.h"
+
+#define CFQ_SLICE_SCALE 5
+#define CFQ_IDLE_DELAY (200 * SCHED_NS_PER_MS)	    /* [ns] IDLE-class key offset, new groups */
+#define CFQ_IOPS_GROUP_DELAY 50ull		    /* [dispatches] new-group offset, IOPS mode */
+#define CFQ_MIN_TT (2 * SCHED_NS_PER_MS)	    /* [ns] minimum workload slice */
+#define CFQ_JIFFY SCHED_NS_PER_MS		    /* [ns] the kernel's one-tick slack */
+#define CFQ_HW_QUEUE_MIN 5			    /* [I/Os] NCQ detection threshold */
+#define CFQ_HW_TAG_SAMPLES 50
+#define CFQ_HIST_DIVISOR 4			    /* busy_queues_avg decay */
+#define CFQQ_SEEK_THR (400 * 1024ull)		    /* [bytes] rotational seek distance */
+#define CFQQ_SECT_THR_NONROT (32 * 1024ull)	    /* [bytes] small request on SSD */
+#define CFQQ_CLOSE_THR (4 * 1024 * 1024ull)	    /* [bytes] "close" for preemption */
+#define CFQ_PAGE_SIZE 4096ull			    /* [bytes] "tiny request" bound */
+#define CFQ_TTIME_VALID 80			    /* samples (x256 decayed) */
+
+#define TUN(sd, i) ((sd)->tun[SCHED_POLICY_CFQ][(i)])
+
+/* mark/clear/test helpers for cfqq flags (kernel CFQ_CFQQ_FNS style) */
+#define CFQQ_FNS(name, bit)                                                        \
+	static inline void cfqq_mark_##name(struct sched_queue *q)                 \
+	{                                                                          \
+		q->cfq.flags |= (bit);                                             \
+	}                                                                          \
+	static inline void cfqq_clear_##name(struct sched_queue *q)                \
+	{                                                                          \
+		q->cfq.flags &= ~(uint32_t)(bit);                                  \
+	}                                                                          \
+	static inline bool cfqq_##name(const struct sched_queue *q)                \
+	{                                                                          \
+		return (q->cfq.flags & (bit)) != 0;                                \
+	}
+CFQQ_FNS(idle_window, CFQQ_F_IDLE_WINDOW)
+CFQQ_FNS(wait_request, CFQQ_F_WAIT_REQUEST)
+CFQQ_FNS(must_dispatch, CFQQ_F_MUST_DISPATCH)
+CFQQ_FNS(fifo_expire, CFQQ_F_FIFO_EXPIRE)
+CFQQ_FNS(deep, CFQQ_F_DEEP)
+CFQQ_FNS(wait_busy, CFQQ_F_WAIT_BUSY)
+CFQQ_FNS(slice_new, CFQQ_F_SLICE_NEW)
+
+#define q_of_st(n) sched_container_of(n, struct sched_queue, cfq.st_node)
+
+/* ---------------------------------------------------------------------------------------- */
+/* Small helpers */
+
+static int q_class(const struct sched_queue *q)
+{
+	switch (q->ioclass) {
+	case SCHED_CLASS_RT:
+		return WL_RT;
+	case SCHED_CLASS_IDLE:
+		return WL_IDLE;
+	default:
+		return WL_BE;
+	}
+}
+
+static int q_type(const struct sched_queue *q)
+{
+	if (!q->sync)
+		return WL_ASYNC;
+	return cfqq_idle_window(q) ? WL_SYNC : WL_SYNC_NOIDLE;
+}
+
+static struct cfq_st *st_for(struct sched_group *g, int cls, int type)
+{
+	if (cls == WL_IDLE)
+		return &g->cfq.st_idle;
+	return &g->cfq.st[cls][type];
+}
+
+static uint32_t grp_busy_wl(const struct sched_group *g, int cls)
+{
+	if (cls == WL_IDLE)
+		return (uint32_t)g->cfq.st_idle.tree.count;
+	return (uint32_t)(g->cfq.st[cls][WL_ASYNC].tree.count +
+			  g->cfq.st[cls][WL_SYNC_NOIDLE].tree.count +
+			  g->cfq.st[cls][WL_SYNC].tree.count);
+}
+
+static uint32_t grp_busy_async(const struct sched_group *g)
+{
+	return (uint32_t)(g->cfq.st[WL_RT][WL_ASYNC].tree.count +
+			  g->cfq.st[WL_BE][WL_ASYNC].tree.count);
+}
+
+static bool iops_mode(const struct sched *sd)
+{
+	switch (TUN(sd, CFQ_T_GROUP_MODE)) {
+	case 1:
+		return false;
+	case 2:
+		return true;
+	default:
+		return TUN(sd, CFQ_T_SLICE_IDLE) == 0 && sd->cfq.hw_tag != 0;
+	}
+}
+
+/* slice(sync, prio) = base + base/5 * (4 - prio) */
+static sched_ns prio_slice(const struct sched *sd, bool sync, unsigned level)
+{
+	int64_t base = sync ? TUN(sd, CFQ_T_SLICE_SYNC) : TUN(sd, CFQ_T_SLICE_ASYNC);
+
+	return (sched_ns)(base + base / CFQ_SLICE_SCALE * (SCHED_LEVEL_NORM - (int64_t)level));
+}
+
+static bool ttime_valid(const struct cfq_ttime *t)
+{
+	return t->samples > CFQ_TTIME_VALID;
+}
+
+static void ttime_update(struct cfq_ttime *t, sched_ns cap, sched_ns now)
+{
+	sched_ns elapsed = sched_time_after(now, t->last_end) ? now - t->last_end : 0;
+
+	if (elapsed > cap)
+		elapsed = cap;
+	t->samples = (7 * t->samples + 256) / 8;
+	t->total = (7 * t->total + 256 * elapsed) / 8;
+	t->mean = (t->total + 128) / t->samples;
+}
+
+static bool thinktime_big(const struct sched *sd, const struct cfq_ttime *t, bool group_idle)
+{
+	if (!ttime_valid(t))
+		return false;
+	return t->mean > (sched_ns)(group_idle ? TUN(sd, CFQ_T_GROUP_IDLE)
+					       : TUN(sd, CFQ_T_SLICE_IDLE));
+}
+
+static bool slice_used(const struct sched_queue *q, sched_ns now)
+{
+	if (cfqq_slice_new(q))
+		return false;
+	return !sched_time_before(now, q->cfq.slice_end);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Request choice within a queue (cfq_choose_req) */
+
+/* Distance from (file, pos) to rq: *wrap set if rq is behind beyond back_seek_max or in
+ * another file ("infinitely" far); fsyncs sit at the head (distance 0). */
+static uint64_t rq_dist(const struct sched *sd, const struct sched_rq *rq, uint64_t file,
+			uint64_t pos, bool *wrap)
+{
+	uint64_t back_max = (uint64_t)TUN(sd, CFQ_T_BACK_SEEK_MAX);
+
+	*wrap = false;
+	if (rq_is_fsync(rq))
+		return 0;
+	if (rq->file != file) {
+		*wrap = true;
+		return 0;
+	}
+	if (rq->offset >= pos)
+		return rq->offset - pos;
+	if (pos - rq->offset <= back_max)
+		return (pos - rq->offset) * (uint64_t)TUN(sd, CFQ_T_BACK_SEEK_PENALTY);
+	*wrap = true;
+	return 0;
+}
+
+/* true if a sorts before b in (file, offset) */
+static bool rq_pos_le(const struct sched_rq *a, const struct sched_rq *b)
+{
+	if (a->file != b->file)
+		return a->file < b->file;
+	return a->offset <= b->offset;
+}
+
+static struct sched_rq *choose_req(const struct sched *sd, struct sched_rq *r1,
+				   struct sched_rq *r2, uint64_t file, uint64_t pos)
+{
+	uint64_t d1, d2;
+	bool w1, w2;
+
+	if (!r1 || r1 == r2)
+		return r2;
+	if (!r2)
+		return r1;
+	if (rq_is_sync(r1) != rq_is_sync(r2))
+		return rq_is_sync(r1) ? r1 : r2;
+	if ((r1->flags ^ r2->flags) & SCHED_RQ_META)
+		return (r1->flags & SCHED_RQ_META) ? r1 : r2;
+	d1 = rq_dist(sd, r1, file, pos, &w1);
+	d2 = rq_dist(sd, r2, file, pos, &w2);
+	if (!w1 && !w2) {
+		if (d1 != d2)
+			return d1 < d2 ? r1 : r2;
+		return rq_pos_le(r2, r1) ? r1 : r2; /* tie: the higher position */
+	}
+	if (!w1)
+		return r1;
+	if (!w2)
+		return r2;
+	/* both wrapped: the one furthest behind, only one back seek needed */
+	return rq_pos_le(r1, r2) ? r1 : r2;
+}
+
+static struct sched_rq *find_next_rq(const struct sched *sd, struct sched_queue *q,
+				     struct sched_rq *last)
+{
+	struct sched_rb_node *next = sched_tree_next(&last->sort_node);
+	struct sched_rb_node *prev = sched_tree_prev(&last->sort_node);
+	struct sched_rq *rn = NULL, *rp = prev ? rq_of_sort(prev) : NULL;
+
+	if (next) {
+		rn = rq_of_sort(next);
+	} else {
+		next = sched_tree_first(&q->cfq.sort);
+		if (next && next != &last->sort_node)
+			rn = rq_of_sort(next);
+	}
+	return choose_req(sd, rn, rp, last->file, last->offset);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Service trees */
+
+static int st_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
+{
+	const struct cfq_queue *x = &q_of_st(a)->cfq, *y = &q_of_st(b)->cfq;
+	int64_t d = (int64_t)(x->rb_key - y->rb_key);
+
+	if (d != 0)
+		return d < 0 ? -1 : 1;
+	if (x->rb_seq != y->rb_seq)
+		return x->rb_seq < y->rb_seq ? -1 : 1;
+	return 0;
+}
+
+static void group_notify_queue_add(struct sched *sd, struct sched_group *g)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_rb_node *last;
+
+	g->cfq.nr_cfqq++;
+	if (sched_tree_node_linked(&g->cfq.node))
+		return;
+	/* a returning group goes to the back: it keeps no credit (kernel behaviour) */
+	last = sched_tree_last(&cd->grp_tree);
+	if (last) {
+		const struct sched_group *lg =
+			sched_container_of(last, struct sched_group, cfq.node);
+
+		g->cfq.vdisktime = lg->cfq.vdisktime +
+				   (iops_mode(sd) ? CFQ_IOPS_GROUP_DELAY : CFQ_IDLE_DELAY);
+	} else {
+		g->cfq.vdisktime = cd->min_vdisktime;
+	}
+	sched__fq_group_add(sd, g);
+}
+
+static void group_notify_queue_del(struct sched *sd, struct sched_group *g)
+{
+	g->cfq.nr_cfqq--;
+	if (g->cfq.nr_cfqq)
+		return;
+	sched__fq_group_del(sd, g);
+	g->cfq.saved_wl_slice = 0;
+}
+
+static sched_ns slice_offset(const struct sched *sd, const struct sched_queue *q)
+{
+	uint32_t n = q->g->cfq.nr_cfqq;
+
+	return (sched_ns)(n ? n - 1 : 0) *
+	       (prio_slice(sd, true, 0) - prio_slice(sd, q->sync, q->level));
+}
+
+static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_front,
+			     sched_ns now)
+{
+	struct cfq_queue *cq = &q->cfq;
+	int cls = q_class(q), type = q_type(q);
+	struct cfq_st *st = st_for(q->g, cls, type);
+	bool is_new = cq->st == NULL;
+	struct sched_rb_node *n;
+	sched_ns key;
+
+	if (cls == WL_IDLE) {
+		n = sched_tree_last(&st->tree);
+		if (n && n != &cq->st_node)
+			key = q_of_st(n)->cfq.rb_key + CFQ_IDLE_DELAY;
+		else
+			key = now + CFQ_IDLE_DELAY;
+	} else if (!add_front) {
+		key = now + slice_offset(sd, q) - (sched_ns)cq->slice_resid;
+		cq->slice_resid = 0;
+	} else {
+		n = sched_tree_first(&st->tree);
+		key = (n ? q_of_st(n)->cfq.rb_key : now) - 1000 * SCHED_NS_PER_MS;
+	}
+	if (!is_new) {
+		if (key == cq->rb_key && cq->st == st)
+			return;
+		sched_tree_erase(&cq->st->tree, &cq->st_node);
+	}
+	cq->rb_key = key;
+	cq->rb_seq = ++sd->cfq.q_seq;
+	cq->st = st;
+	cq->st_class = (uint8_t)cls;
+	cq->st_type = (uint8_t)(cls == WL_IDLE ? 0 : type);
+	sched_tree_insert(&st->tree, &cq->st_node, st_cmp);
+	if (add_front || !is_new)
+		return;
+	group_notify_queue_add(sd, q->g);
+}
+
+static void add_rr(struct sched *sd, struct sched_queue *q, sched_ns now)
+{
+	sd->cfq.busy_queues++;
+	if (q->sync)
+		sd->cfq.busy_sync_queues++;
+	service_tree_add(sd, q, false, now);
+}
+
+static void del_rr(struct sched *sd, struct sched_queue *q)
+{
+	sd->cfq.busy_queues--;
+	if (q->sync)
+		sd->cfq.busy_sync_queues--;
+	sched_tree_erase(&q->cfq.st->tree, &q->cfq.st_node);
+	q->cfq.st = NULL;
+	group_notify_queue_del(sd, q->g);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Slices */
+
+static uint32_t group_avg_queues(struct sched_group *g, bool rt)
+{
+	uint32_t *avg = &g->cfq.busy_queues_avg[rt ? WL_RT : WL_BE];
+	uint32_t busy = grp_busy_wl(g, rt ? WL_RT : WL_BE);
+	uint32_t lo = *avg < busy ? *avg : busy, hi = *avg < busy ? busy : *avg;
+
+	*avg = ((CFQ_HIST_DIVISOR - 1) * hi + lo + CFQ_HIST_DIVISOR / 2) / CFQ_HIST_DIVISOR;
+	return *avg;
+}
+
+static sched_ns scaled_slice(const struct sched *sd, struct sched_queue *q)
+{
+	sched_ns slice = prio_slice(sd, q->sync, q->level);
+
+	if (TUN(sd, CFQ_T_LOW_LATENCY)) {
+		uint32_t iq = group_avg_queues(q->g, q->ioclass == SCHED_CLASS_RT);
+		sched_ns sync_slice = (sched_ns)TUN(sd, CFQ_T_SLICE_SYNC);
+		sched_ns expect = sync_slice * iq;
+		sched_ns group_slice = sched__fq_group_slice(sd, q->g);
+
+		if (expect > group_slice) {
+			sched_ns base_low = 2 * (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
+			sched_ns low = base_low * slice / sync_slice;
+
+			if (low > slice)
+				low = slice;
+			slice = slice * group_slice / expect;
+			if (slice < low)
+				slice = low;
+		}
+	}
+	return slice;
+}
+
+static void set_prio_slice(const struct sched *sd, struct sched_queue *q, sched_ns now)
+{
+	sched_ns slice = scaled_slice(sd, q);
+
+	q->cfq.slice_start = now;
+	q->cfq.slice_end = now + slice;
+	q->cfq.allocated_slice = slice;
+}
+
+/* Time to charge; *unaccounted gets what exceeded the allocation. */
+static sched_ns slice_usage(const struct sched_queue *q, sched_ns now, sched_ns *unaccounted)
+{
+	const struct cfq_queue *cq = &q->cfq;
+	sched_ns used;
+
+	*unaccounted = 0;
+	if (cfqq_slice_new(q) || cq->slice_start == now) {
+		/* no completion yet: charge the seek/queueing time anyway */
+		used = now - cq->dispatch_start;
+		return used ? used : 1;
+	}
+	used = now - cq->slice_start;
+	if (used > cq->allocated_slice) {
+		*unaccounted = used - cq->allocated_slice;
+		used = cq->allocated_slice;
+	}
+	return used;
+}
+
+static void group_served(struct sched *sd, struct sched_group *g, struct sched_queue *q,
+			 sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	uint32_t nr_sync = g->cfq.nr_cfqq - grp_busy_async(g) -
+			   (uint32_t)g->cfq.st_idle.tree.count;
+	sched_ns unaccounted, used = slice_usage(q, now, &unaccounted);
+	uint64_t charge = used;
+
+	if (iops_mode(sd))
+		charge = q->cfq.slice_dispatch;
+	else if (!q->sync && !nr_sync)
+		charge = q->cfq.allocated_slice;
+	sched__fq_charge(sd, g, charge);
+	if (sched_time_before(now, cd->workload_expires)) {
+		g->cfq.saved_wl_slice = cd->workload_expires - now;
+		g->cfq.saved_wl_type = cd->wl_type;
+		g->cfq.saved_wl_class = cd->wl_class;
+	} else {
+		g->cfq.saved_wl_slice = 0;
+	}
+	q->stats.disk_time += used;
+	g->stats.disk_time += used;
+}
+
+static void del_timer(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+
+	if (cd->idle_timer == SCHED_NS_NEVER)
+		return;
+	if (cd->active) {
+		sched_ns idled = sched_time_after(now, cd->idle_start) ? now - cd->idle_start : 0;
+
+		cd->active->stats.idle_time += idled;
+		cd->active->g->stats.idle_time += idled;
+	}
+	cd->idle_timer = SCHED_NS_NEVER;
+}
+
+static void slice_expired(struct sched *sd, bool timed_out, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_queue *q = cd->active;
+	struct cfq_queue *cq;
+
+	if (!q)
+		return;
+	cq = &q->cfq;
+	if (cfqq_wait_request(q))
+		del_timer(sd, now);
+	cfqq_clear_wait_request(q);
+	cfqq_clear_wait_busy(q);
+	if (timed_out) {
+		if (cfqq_slice_new(q))
+			cq->slice_resid = (int64_t)scaled_slice(sd, q);
+		else
+			cq->slice_resid = (int64_t)(cq->slice_end - now);
+	}
+	group_served(sd, q->g, q, now);
+	if (cq->st && cq->queued == 0)
+		del_rr(sd, q);
+	if (cq->st)
+		service_tree_add(sd, q, false, now);
+	cd->active = NULL;
+	sched__queue_maybe_release(sd, q);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Choosing group, workload and queue */
+
+static int choose_wl_type(struct sched_group *g, int cls)
+{
+	int best = WL_SYNC_NOIDLE;
+	bool valid = false;
+	sched_ns lowest = 0;
+
+	for (int t = 0; t < WL_TYPES; t++) {
+		struct sched_rb_node *n = sched_tree_first(&st_for(g, cls, t)->tree);
+
+		if (n && (!valid || sched_time_before(q_of_st(n)->cfq.rb_key, lowest))) {
+			lowest = q_of_st(n)->cfq.rb_key;
+			best = t;
+			valid = true;
+		}
+	}
+	return best;
+}
+
+static void choose_wl_class_and_type(struct sched *sd, struct sched_group *g, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	int original = cd->wl_class;
+	sched_ns slice, group_slice;
+	uint32_t count, busy;
+
+	if (grp_busy_wl(g, WL_RT)) {
+		cd->wl_class = WL_RT;
+	} else if (grp_busy_wl(g, WL_BE)) {
+		cd->wl_class = WL_BE;
+	} else {
+		cd->wl_class = WL_IDLE;
+		cd->wl_type = WL_ASYNC;
+		cd->workload_expires = now + CFQ_JIFFY;
+		return;
+	}
+	if (original == cd->wl_class) {
+		count = (uint32_t)st_for(g, cd->wl_class, cd->wl_type)->tree.count;
+		if (count && !sched_time_after(now, cd->workload_expires))
+			return;
+	}
+	cd->wl_type = (uint8_t)choose_wl_type(g, cd->wl_class);
+	count = (uint32_t)st_for(g, cd->wl_class, cd->wl_type)->tree.count;
+	group_slice = sched__fq_group_slice(sd, g);
+	busy = grp_busy_wl(g, cd->wl_class);
+	if (g->cfq.busy_queues_avg[cd->wl_class] > busy)
+		busy = g->cfq.busy_queues_avg[cd->wl_class];
+	slice = group_slice * count / (busy ? busy : 1);
+	if (cd->wl_type == WL_ASYNC) {
+		sched_ns tmp = (sched_ns)TUN(sd, CFQ_T_TARGET_LATENCY) * grp_busy_async(g) /
+			       (cd->busy_queues ? cd->busy_queues : 1);
+
+		if (tmp < slice)
+			slice = tmp;
+		slice = slice * (sched_ns)TUN(sd, CFQ_T_SLICE_ASYNC) /
+			(sched_ns)TUN(sd, CFQ_T_SLICE_SYNC);
+	} else if (slice < 2 * (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE)) {
+		slice = 2 * (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
+	}
+	if (slice < CFQ_MIN_TT)
+		slice = CFQ_MIN_TT;
+	cd->workload_expires = now + slice;
+}
+
+static void choose_group(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_group *g = sched__fq_pick(sd);
+
+	cd->serving_group = g;
+	if (!g)
+		return;
+	if (g->cfq.saved_wl_slice) {
+		cd->workload_expires = now + g->cfq.saved_wl_slice;
+		cd->wl_type = g->cfq.saved_wl_type;
+		cd->wl_class = g->cfq.saved_wl_class;
+	} else {
+		cd->workload_expires = now - 1;
+	}
+	choose_wl_class_and_type(sd, g, now);
+}
+
+static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct cfq_queue *cq;
+
+	cd->active = q;
+	if (!q)
+		return;
+	cq = &q->cfq;
+	cq->slice_start = 0;
+	cq->dispatch_start = now;
+	cq->allocated_slice = 0;
+	cq->slice_end = 0;
+	cq->slice_dispatch = 0;
+	cfqq_clear_wait_request(q);
+	cfqq_clear_must_dispatch(q);
+	cfqq_clear_fifo_expire(q);
+	cfqq_mark_slice_new(q);
+	del_timer(sd, now);
+	q->stats.slices++;
+	q->g->stats.slices++;
+}
+
+static bool should_idle(const struct sched *sd, const struct sched_queue *q)
+{
+	const struct cfq_st *st = q->cfq.st;
+
+	if (!TUN(sd, CFQ_T_SLICE_IDLE) || q_class(q) == WL_IDLE || !st)
+		return false;
+	if (cfqq_idle_window(q) && !(!sd->rotational && sd->cfq.hw_tag))
+		return true;
+	/* service-tree idling: the last queue of its tree */
+	return st->tree.count == 1 && q->sync && !thinktime_big(sd, &st->ttime, false);
+}
+
+static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_queue *q = cd->active;
+	struct sched_rb_node *n;
+
+	if (!q)
+		goto new_queue;
+	if (!cd->rq_queued)
+		return NULL;
+	/* we were waiting for the group to get backlogged: hand over now */
+	if (cfqq_wait_busy(q) && q->cfq.queued)
+		goto expire;
+	if (slice_used(q, now) && !cfqq_must_dispatch(q)) {
+		/* idled all along: let the in-flight request finish so the group stays busy */
+		if (q->g->cfq.nr_cfqq == 1 && !q->cfq.queued && q->cfq.dispatched &&
+		    should_idle(sd, q))
+			return NULL;
+		goto check_group_idle;
+	}
+	if (q->cfq.queued)
+		return q;
+	if (cd->idle_timer != SCHED_NS_NEVER)
+		return NULL;
+	/* a deep seeky queue on a device faster than the process: stop idling on it */
+	if (cfq_seeky(q->cfq.seek_history) && cfqq_idle_window(q) &&
+	    (cfqq_slice_new(q) ||
+	     (int64_t)(q->cfq.slice_end - now) > (int64_t)(now - q->cfq.slice_start))) {
+		cfqq_clear_deep(q);
+		cfqq_clear_idle_window(q);
+	}
+	if (q->cfq.dispatched && should_idle(sd, q))
+		return NULL;
+check_group_idle:
+	if (TUN(sd, CFQ_T_GROUP_IDLE) && q->g->cfq.nr_cfqq == 1 && q->g->cfq.dispatched &&
+	    !thinktime_big(sd, &q->g->cfq.ttime, true))
+		return NULL;
+expire:
+	slice_expired(sd, false, now);
+new_queue:
+	choose_group(sd, now);
+	if (!cd->serving_group || !cd->rq_queued)
+		return NULL;
+	n = sched_tree_first(&st_for(cd->serving_group, cd->wl_class, cd->wl_type)->tree);
+	if (!n)
+		return NULL;
+	set_active_queue(sd, q_of_st(n), now);
+	return cd->active;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Dispatch */
+
+static bool slice_used_soon(const struct sched *sd, const struct sched_queue *q, sched_ns now)
+{
+	if (cfqq_slice_new(q))
+		return true;
+	return sched_time_after(now + (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE) * q->cfq.dispatched,
+				q->cfq.slice_end);
+}
+
+static bool may_dispatch(const struct sched *sd, const struct sched_queue *q, sched_ns now)
+{
+	const struct cfq_data *cd = &sd->cfq;
+	uint32_t max;
+
+	if (cfqq_must_dispatch(q))
+		return true;
+	/* drain async requests before starting idling-protected sync I/O */
+	if (should_idle(sd, q) && cd->rq_in_flight[0])
+		return false;
+	/* an async queue waits while sync I/O is in flight */
+	if (cd->rq_in_flight[1] && !q->sync)
+		return false;
+	max = TUN(sd, CFQ_T_QUANTUM) / 2 > 1 ? (uint32_t)TUN(sd, CFQ_T_QUANTUM) / 2 : 1;
+	if (q_class(q) == WL_IDLE)
+		max = 1;
+	if (q->cfq.dispatched >= max) {
+		bool promote_sync = q->sync && cd->busy_sync_queues == 1;
+
+		if (q_class(q) == WL_IDLE)
+			return false;
+		if (cd->busy_queues > 1 && slice_used_soon(sd, q, now) && !promote_sync)
+			return false;
+		if (cd->busy_queues == 1 || promote_sync)
+			max = UINT32_MAX;
+		else
+			max = (uint32_t)TUN(sd, CFQ_T_QUANTUM);
+	}
+	/* async depth ramps up by one per slice_sync since the last delayed sync request */
+	if (!q->sync && TUN(sd, CFQ_T_LOW_LATENCY)) {
+		sched_ns since = sched_time_after(now, cd->last_delayed_sync)
+					 ? now - cd->last_delayed_sync
+					 : 0;
+		uint64_t depth = since / (sched_ns)TUN(sd, CFQ_T_SLICE_SYNC);
+
+		if (!depth && !q->cfq.dispatched)
+			depth = 1;
+		if (depth < max)
+			max = (uint32_t)depth;
+	}
+	return q->cfq.dispatched < max;
+}
+
+static struct sched_rq *check_fifo(struct sched_queue *q, sched_ns now)
+{
+	struct sched_rq *rq;
+
+	if (cfqq_fifo_expire(q))
+		return NULL;
+	cfqq_mark_fifo_expire(q);
+	if (list_empty(&q->cfq.fifo))
+		return NULL;
+	rq = rq_of_fifo(q->cfq.fifo.next);
+	if (sched_time_before(now, rq->fifo_deadline))
+		return NULL;
+	return rq;
+}
+
+/* Takes head rq out of q's structures (not the service tree). */
+static void remove_head(struct sched *sd, struct sched_queue *q, struct sched_rq *rq)
+{
+	struct cfq_queue *cq = &q->cfq;
+
+	if (cq->next_rq == rq)
+		cq->next_rq = find_next_rq(sd, q, rq);
+	list_del(&rq->fifo_node);
+	sched_tree_erase(&cq->sort, &rq->sort_node);
+	cq->queued--;
+	sd->cfq.rq_queued--;
+	if (rq->flags & SCHED_RQ_META)
+		cq->meta_pending--;
+}
+
+static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sched_rq *rq)
+{
+	struct cfq_data *cd = &sd->cfq;
+
+	q->cfq.next_rq = find_next_rq(sd, q, rq);
+	remove_head(sd, q, rq);
+	q->cfq.dispatched++;
+	q->g->cfq.dispatched++;
+	cd->rq_in_flight[q->sync]++;
+	cd->rq_in_driver++;
+	if (!rq_is_fsync(rq)) {
+		cd->have_last_pos = true;
+		cd->last_file = rq->file;
+		cd->last_pos = rq->offset + rq->merged_len;
+	}
+}
+
+static void idle_timer_fire(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_queue *q = cd->active;
+
+	del_timer(sd, now);
+	if (q) {
+		cfqq_clear_wait_request(q);
+		if (cfqq_must_dispatch(q))
+			return;
+		if (!slice_used(q, now)) {
+			if (!cd->busy_queues)
+				return;
+			if (q->cfq.queued)
+				return;
+			cfqq_clear_deep(q);
+		}
+	}
+	slice_expired(sd, false, now);
+}
+
+static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_queue *q;
+	struct sched_rq *rq;
+
+	if (cd->idle_timer != SCHED_NS_NEVER && !sched_time_before(now, cd->idle_timer))
+		idle_timer_fire(sd, now);
+	if (!cd->busy_queues)
+		return NULL;
+	q = select_queue(sd, now);
+	if (!q)
+		return NULL;
+	rq = check_fifo(q, now);
+	if (rq)
+		cfqq_mark_must_dispatch(q);
+	if (!may_dispatch(sd, q, now))
+		return NULL;
+	if (!rq)
+		rq = q->cfq.next_rq;
+	dispatch_insert(sd, q, rq);
+	q->cfq.slice_dispatch++;
+	cfqq_clear_must_dispatch(q);
+	/* an async queue that used its request quota, or an IDLE one, yields at once */
+	if (cd->busy_queues > 1 &&
+	    ((!q->sync && q->cfq.slice_dispatch >= 2 * (uint32_t)TUN(sd, CFQ_T_SLICE_ASYNC_RQ) *
+							    (SCHED_LEVELS - q->level)) ||
+	     q_class(q) == WL_IDLE)) {
+		q->cfq.slice_end = now + 1;
+		slice_expired(sd, false, now);
+	}
+	return rq;
+}
+
+static sched_ns cfq_next_event(const struct sched *sd)
+{
+	return sd->cfq.idle_timer;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Arrival */
+
+static void update_seek(const struct sched *sd, struct sched_queue *q, const struct sched_rq *rq)
+{
+	struct cfq_queue *cq = &q->cfq;
+	bool seek;
+
+	if (rq_is_fsync(rq))
+		seek = false; /* at the queue's last position */
+	else if (!sd->rotational)
+		seek = rq->len < CFQQ_SECT_THR_NONROT;
+	else if (rq->file != cq->last_file)
+		seek = true;
+	else
+		seek = (rq->offset > cq->last_end ? rq->offset - cq->last_end
+						  : cq->last_end - rq->offset) > CFQQ_SEEK_THR;
+	cq->seek_history = (cq->seek_history << 1) | seek;
+}
+
+static void update_idle_window(const struct sched *sd, struct sched_queue *q,
+			       const struct sched_rq *rq)
+{
+	bool enable;
+
+	if (!q->sync || q_class(q) == WL_IDLE)
+		return;
+	enable = cfqq_idle_window(q);
+	if (q->cfq.queued >= 4)
+		cfqq_mark_deep(q);
+	if (rq->flags & SCHED_RQ_NOIDLE)
+		enable = false;
+	else if (!TUN(sd, CFQ_T_SLICE_IDLE) || (!cfqq_deep(q) && cfq_seeky(q->cfq.seek_history)))
+		enable = false;
+	else if (ttime_valid(&q->cfq.ttime))
+		enable = q->cfq.ttime.mean <= (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
+	if (enable)
+		cfqq_mark_idle_window(q);
+	else
+		cfqq_clear_idle_window(q);
+}
+
+static bool rq_close(const struct sched *sd, const struct sched_rq *rq)
+{
+	const struct cfq_data *cd = &sd->cfq;
+	uint64_t d;
+
+	if (!cd->have_last_pos || rq->file != cd->last_file)
+		return false;
+	d = rq->offset > cd->last_pos ? rq->offset - cd->last_pos : cd->last_pos - rq->offset;
+	return d <= CFQQ_CLOSE_THR;
+}
+
+static bool should_preempt(const struct sched *sd, const struct sched_queue *nq,
+			   const struct sched_rq *rq, sched_ns now)
+{
+	const struct cfq_data *cd = &sd->cfq;
+	const struct sched_queue *q = cd->active;
+
+	if (!q)
+		return false;
+	if (q_class(nq) == WL_IDLE)
+		return false;
+	if (q_class(q) == WL_IDLE)
+		return true;
+	if (q->ioclass == SCHED_CLASS_RT && nq->ioclass != SCHED_CLASS_RT)
+		return false;
+	if (rq_is_sync(rq) && !q->sync && !cfqq_must_dispatch(q))
+		return true;
+	/* other groups never preempt, except as above: fairness between groups */
+	if (!sched__fq_is_descendant(q->g, nq->g))
+		return false;
+	if (slice_used(q, now))
+		return true;
+	if (nq->ioclass == SCHED_CLASS_RT && q->ioclass != SCHED_CLASS_RT)
+		return true;
+	if (cd->wl_type == WL_SYNC_NOIDLE && q_type(nq) == WL_SYNC_NOIDLE && !q->cfq.queued)
+		return true;
+	if ((rq->flags & SCHED_RQ_META) && !q->cfq.meta_pending)
+		return true;
+	if (!q->cfq.queued && !should_idle(sd, q))
+		return true;
+	if (!cfqq_wait_request(q))
+		return false;
+	return rq_close(sd, rq);
+}
+
+static void preempt_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
+{
+	int old_type = q_type(sd->cfq.active);
+
+	slice_expired(sd, true, now);
+	/* a different workload type must not resume the saved one, or no preemption happens */
+	if (old_type != q_type(q))
+		q->g->cfq.saved_wl_slice = 0;
+	service_tree_add(sd, q, true, now);
+	q->cfq.slice_end = 0;
+	cfqq_mark_slice_new(q);
+}
+
+static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq *rq,
+			sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct cfq_queue *cq = &q->cfq;
+	struct sched_rq *old;
+	bool sync = rq_is_sync(rq);
+
+	rq->fifo_deadline = rq->enqueue_time + (sched_ns)(sync ? TUN(sd, CFQ_T_FIFO_EXPIRE_SYNC)
+							       : TUN(sd, CFQ_T_FIFO_EXPIRE_ASYNC));
+	if (sched__merge(sd, &cq->sort, rq, true, (uint64_t)TUN(sd, CFQ_T_MAX_MERGE), &old)) {
+		if (old) {
+			if (cq->next_rq == old)
+				cq->next_rq = rq;
+			if (old->flags & SCHED_RQ_META)
+				cq->meta_pending--;
+			if (rq->flags & SCHED_RQ_META)
+				cq->meta_pending++;
+		}
+		return;
+	}
+	list_add_tail(&cq->fifo, &rq->fifo_node);
+	sched_tree_insert(&cq->sort, &rq->sort_node, sched__rq_cmp);
+	cq->queued++;
+	cd->rq_queued++;
+	if (!cq->st)
+		add_rr(sd, q, now);
+	cq->next_rq = choose_req(sd, cq->next_rq, rq, cd->last_file, cd->last_pos);
+
+	if (rq->flags & SCHED_RQ_META)
+		cq->meta_pending++;
+	if (q->sync) {
+		ttime_update(&cq->ttime, 2 * (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE), now);
+		ttime_update(&cq->st->ttime, 2 * (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE), now);
+	}
+	ttime_update(&q->g->cfq.ttime, 2 * (sched_ns)TUN(sd, CFQ_T_GROUP_IDLE), now);
+	update_seek(sd, q, rq);
+	update_idle_window(sd, q, rq);
+	if (!rq_is_fsync(rq)) {
+		cq->last_file = rq->file;
+		cq->last_end = rq->offset + rq->len;
+	}
+
+	if (q == cd->active) {
+		if (cfqq_wait_request(q)) {
+			/* no plugging here: stop idling now; a tiny request on an otherwise idle
+			 * device is still dispatched even if the slice ran out meanwhile */
+			if (rq->len <= CFQ_PAGE_SIZE && cd->busy_queues <= 1)
+				cfqq_mark_must_dispatch(q);
+			del_timer(sd, now);
+			cfqq_clear_wait_request(q);
+		}
+	} else if (should_preempt(sd, q, rq, now)) {
+		preempt_queue(sd, q, now);
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Completion */
+
+static void update_hw_tag(struct sched *sd)
+{
+	struct cfq_data *cd = &sd->cfq;
+	const struct sched_queue *q = cd->active;
+
+	if (cd->rq_in_driver > cd->hw_tag_est_depth)
+		cd->hw_tag_est_depth = cd->rq_in_driver;
+	if (cd->hw_tag == 1)
+		return;
+	if (cd->rq_queued <= CFQ_HW_QUEUE_MIN && cd->rq_in_driver <= CFQ_HW_QUEUE_MIN)
+		return;
+	/* an idling queue too shallow to fill the device says nothing about the device */
+	if (q && cfqq_idle_window(q) && q->cfq.dispatched + q->cfq.queued < CFQ_HW_QUEUE_MIN &&
+	    cd->rq_in_driver < CFQ_HW_QUEUE_MIN)
+		return;
+	if (cd->hw_tag_samples++ < CFQ_HW_TAG_SAMPLES)
+		return;
+	cd->hw_tag = cd->hw_tag_est_depth >= CFQ_HW_QUEUE_MIN ? 1 : 0;
+}
+
+static bool should_wait_busy(const struct sched *sd, const struct sched_queue *q, sched_ns now)
+{
+	if (q->cfq.queued)
+		return false;
+	if (q->g->cfq.nr_cfqq > 1)
+		return false;
+	if (thinktime_big(sd, &q->g->cfq.ttime, true))
+		return false;
+	if (slice_used(q, now))
+		return true;
+	if (ttime_valid(&q->cfq.ttime) &&
+	    (int64_t)(q->cfq.slice_end - now) < (int64_t)q->cfq.ttime.mean)
+		return true;
+	return (int64_t)(q->cfq.slice_end - now) <= (int64_t)CFQ_JIFFY;
+}
+
+static void arm_slice_timer(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_queue *q = cd->active;
+	sched_ns group_idle = 0, sl;
+
+	if (!sd->rotational && cd->hw_tag && !TUN(sd, CFQ_T_GROUP_IDLE))
+		return;
+	if (!should_idle(sd, q)) {
+		if (!TUN(sd, CFQ_T_GROUP_IDLE))
+			return;
+		group_idle = (sched_ns)TUN(sd, CFQ_T_GROUP_IDLE);
+	}
+	if (q->cfq.dispatched)
+		return;
+	/* think time longer than what is left of the slice: idling would overrun it */
+	if (ttime_valid(&q->cfq.ttime) &&
+	    (int64_t)(q->cfq.slice_end - now) < (int64_t)q->cfq.ttime.mean)
+		return;
+	if (group_idle &&
+	    (q->g->cfq.nr_cfqq > 1 || (q->cfq.st && thinktime_big(sd, &q->cfq.st->ttime, true))))
+		return;
+	cfqq_mark_wait_request(q);
+	sl = group_idle ? group_idle : (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
+	cd->idle_timer = now + sl;
+	cd->idle_start = now;
+}
+
+static void cfq_complete(struct sched *sd, struct sched_rq *rq, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_queue *q = rq->owner;
+	bool sync = rq_is_sync(rq);
+
+	update_hw_tag(sd);
+	cd->rq_in_driver--;
+	q->cfq.dispatched--;
+	q->g->cfq.dispatched--;
+	cd->rq_in_flight[q->sync]--;
+	if (sync) {
+		struct cfq_st *st = q->cfq.st ? q->cfq.st : st_for(q->g, q_class(q), q_type(q));
+
+		q->cfq.ttime.last_end = now;
+		st->ttime.last_end = now;
+		if (!sched_time_after(rq->enqueue_time + (sched_ns)TUN(sd, CFQ_T_FIFO_EXPIRE_SYNC),
+				      now))
+			cd->last_delayed_sync = now;
+	}
+	q->g->cfq.ttime.last_end = now;
+
+	if (cd->active == q) {
+		bool empty = q->cfq.queued == 0;
+
+		if (cfqq_slice_new(q)) {
+			set_prio_slice(sd, q, now);
+			cfqq_clear_slice_new(q);
+		}
+		if (should_wait_busy(sd, q, now)) {
+			sched_ns ext = (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
+
+			if (!ext)
+				ext = (sched_ns)TUN(sd, CFQ_T_GROUP_IDLE);
+			q->cfq.slice_end = now + ext;
+			cfqq_mark_wait_busy(q);
+		}
+		if (slice_used(q, now) || q_class(q) == WL_IDLE)
+			slice_expired(sd, true, now);
+		else if (sync && empty)
+			arm_slice_timer(sd, now);
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Cancel, replace, drain, groups */
+
+static void cfq_remove(struct sched *sd, struct sched_rq *rq, sched_ns now)
+{
+	struct sched_queue *q = rq->owner;
+
+	(void)now;
+	remove_head(sd, q, rq);
+	if (q->cfq.st && !q->cfq.queued && sd->cfq.active != q)
+		del_rr(sd, q);
+}
+
+static void cfq_replace(struct sched *sd, struct sched_rq *old, struct sched_rq *new_head)
+{
+	struct sched_queue *q = old->owner;
+
+	(void)sd;
+	sched__rq_replace(&q->cfq.sort, old, new_head);
+	if (q->cfq.next_rq == old)
+		q->cfq.next_rq = new_head;
+	if (old->flags & SCHED_RQ_META)
+		q->cfq.meta_pending--;
+	if (new_head->flags & SCHED_RQ_META)
+		q->cfq.meta_pending++;
+}
+
+static void queue_state_init(struct sched_queue *q, sched_ns now)
+{
+	struct cfq_queue *cq = &q->cfq;
+
+	memset(cq, 0, sizeof(*cq));
+	sched_tree_init(&cq->sort);
+	list_init(&cq->fifo);
+	sched_tree_node_clear(&cq->st_node);
+	cq->ttime.last_end = now;
+	/* a new sync queue is given the benefit of the doubt (kernel) */
+	if (q->sync && q->ioclass != SCHED_CLASS_IDLE)
+		cq->flags = CFQQ_F_IDLE_WINDOW;
+}
+
+static void cfq_queue_init(struct sched *sd, struct sched_queue *q, sched_ns now)
+{
+	(void)sd;
+	queue_state_init(q, now);
+}
+
+static void cfq_group_init(struct sched *sd, struct sched_group *g)
+{
+	(void)sd;
+	sched__fq_group_init(g);
+}
+
+static void cfq_init(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	struct sched_list *l;
+
+	memset(cd, 0, sizeof(*cd));
+	sched_tree_init(&cd->grp_tree);
+	cd->hw_tag = -1;
+	cd->idle_timer = SCHED_NS_NEVER;
+	cd->last_delayed_sync = now - 1000 * SCHED_NS_PER_MS;
+	cd->workload_expires = now;
+	for (uint32_t i = 0; i < sd->nr_group_slots; i++)
+		if (sd->groups[i])
+			sched__fq_group_init(sd->groups[i]);
+	for (l = sd->all_queues.next; l != &sd->all_queues; l = l->next) {
+		struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
+		struct cfq_ttime tt = q->cfq.ttime;
+		uint32_t hist = q->cfq.seek_history;
+
+		queue_state_init(q, now);
+		if (sd->gen != 0) { /* keep history across switches when it exists */
+			q->cfq.ttime = tt;
+			q->cfq.seek_history = hist;
+		}
+	}
+}
+
+static struct sched_rq *cfq_drain(struct sched *sd)
+{
+	struct sched_rq *first = NULL, *last = NULL;
+	struct sched_list *l;
+
+	for (l = sd->all_queues.next; l != &sd->all_queues; l = l->next) {
+		struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
+
+		while (!list_empty(&q->cfq.fifo)) {
+			struct sched_rq *rq = rq_of_fifo(q->cfq.fifo.next);
+
+			list_del(&rq->fifo_node);
+			sched_tree_erase(&q->cfq.sort, &rq->sort_node);
+			drain_append(&first, &last, rq);
+		}
+	}
+	return first;
+}
+
+static bool cfq_queue_held(const struct sched *sd, const struct sched_queue *q)
+{
+	return sd->cfq.active == q || q->cfq.st != NULL;
+}
+
+static void cfq_group_remove(struct sched *sd, struct sched_group *g, sched_ns now)
+{
+	if (sd->cfq.active && sd->cfq.active->g == g)
+		slice_expired(sd, false, now);
+	if (sd->cfq.serving_group == g)
+		sd->cfq.serving_group = NULL;
+}
+
+static void cfq_info(const struct sched *sd, struct sched_info *out)
+{
+	out->iops_mode = iops_mode(sd);
+	out->hw_tag = sd->cfq.hw_tag;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Invariants */
+
+#define FAIL(...)                                          \
+	do {                                               \
+		if (buf)                                   \
+			snprintf(buf, buflen, __VA_ARGS__); \
+		return -EFAULT;                            \
+	} while (0)
+
+static int check_queue(const struct sched *sd, const struct sched_queue *q, uint32_t *busy,
+		       uint32_t *busy_sync, char *buf, size_t buflen)
+{
+	const struct cfq_queue *cq = &q->cfq;
+	const struct sched_list *l;
+	size_t nfifo = 0, nreq = 0;
+	uint32_t meta = 0;
+	int ret;
+
+	ret = sched_tree_check(&cq->sort, sched__rq_cmp, buf, buflen);
+	if (ret)
+		return ret;
+	for (l = cq->fifo.next; l != &cq->fifo; l = l->next) {
+		const struct sched_rq *rq = rq_of_fifo(l);
+
+		ret = sched__check_chain(rq, q, &nreq, buf, buflen);
+		if (ret)
+			return ret;
+		if (!sched_tree_node_linked(&rq->sort_node))
+			FAIL("queue %llu: FIFO head not in its sort tree",
+			     (unsigned long long)q->key);
+		if (rq->flags & SCHED_RQ_META)
+			meta++;
+		nfifo++;
+	}
+	if (nfifo != cq->sort.count || nfifo != cq->queued || nreq != q->nr_queued)
+		FAIL("queue %llu: fifo %zu, tree %zu, queued %u, requests %zu/%u",
+		     (unsigned long long)q->key, nfifo, cq->sort.count, cq->queued, nreq,
+		     q->nr_queued);
+	if (meta != cq->meta_pending)
+		FAIL("queue %llu: meta_pending %u, found %u", (unsigned long long)q->key,
+		     cq->meta_pending, meta);
+	if ((cq->next_rq == NULL) != (cq->queued == 0))
+		FAIL("queue %llu: next_rq %p with %u queued", (unsigned long long)q->key,
+		     (void *)cq->next_rq, cq->queued);
+	if (cq->next_rq && (cq->next_rq->owner != q || RQ_STATE(cq->next_rq) != RQ_ST_QUEUED))
+		FAIL("queue %llu: next_rq not one of its heads", (unsigned long long)q->key);
+	if (cq->dispatched > q->nr_in_flight)
+		FAIL("queue %llu: %u dispatched but %u in flight", (unsigned long long)q->key,
+		     cq->dispatched, q->nr_in_flight);
+	if (cq->st) {
+		(*busy)++;
+		if (q->sync)
+			(*busy_sync)++;
+		if (!q->live)
+			FAIL("queue %llu: busy but released", (unsigned long long)q->key);
+		if (cq->st != st_for(q->g, cq->st_class, cq->st_type))
+			FAIL("queue %llu: on a tree of another group or class",
+			     (unsigned long long)q->key);
+		if (!sched_tree_node_linked(&cq->st_node))
+			FAIL("queue %llu: st set but not linked", (unsigned long long)q->key);
+		if (!cq->queued && sd->cfq.active != q)
+			FAIL("queue %llu: empty, inactive and still busy",
+			     (unsigned long long)q->key);
+	} else {
+		if (sched_tree_node_linked(&cq->st_node))
+			FAIL("queue %llu: linked in a service tree without st",
+			     (unsigned long long)q->key);
+		if (cq->queued)
+			FAIL("queue %llu: has requests but is not busy",
+			     (unsigned long long)q->key);
+	}
+	return 0;
+}
+
+static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
+{
+	const struct cfq_data *cd = &sd->cfq;
+	const struct sched_list *l;
+	uint32_t busy = 0, busy_sync = 0, rq_queued = 0, in_driver = 0, in_flight[2] = { 0, 0 };
+	int ret;
+
+	for (l = sd->all_queues.next; l != &sd->all_queues; l = l->next) {
+		const struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
+
+		ret = check_queue(sd, q, &busy, &busy_sync, buf, buflen);
+		if (ret)
+			return ret;
+		rq_queued += q->cfq.queued;
+		in_driver += q->cfq.dispatched;
+		in_flight[q->sync] += q->cfq.dispatched;
+	}
+	if (busy != cd->busy_queues || busy_sync != cd->busy_sync_queues)
+		FAIL("busy queues %u/%u, sync %u/%u", busy, cd->busy_queues, busy_sync,
+		     cd->busy_sync_queues);
+	if (rq_queued != cd->rq_queued || in_driver != cd->rq_in_driver ||
+	    in_flight[0] != cd->rq_in_flight[0] || in_flight[1] != cd->rq_in_flight[1])
+		FAIL("rq_queued %u/%u, in driver %u/%u, in flight %u+%u/%u+%u", rq_queued,
+		     cd->rq_queued, in_driver, cd->rq_in_driver, in_flight[0], in_flight[1],
+		     cd->rq_in_flight[0], cd->rq_in_flight[1]);
+	for (uint32_t i = 0; i < sd->nr_group_slots; i++) {
+		struct sched_group *g = sd->groups[i];
+		size_t nq = 0;
+		uint32_t disp = 0;
+
+		if (!g)
+			continue;
+		for (int c = 0; c < WL_CLASSES; c++) {
+			for (int t = 0; t < (c == WL_IDLE ? 1 : WL_TYPES); t++) {
+				struct cfq_st *st = st_for(g, c, t);
+				const struct sched_rb_node *n;
+
+				ret = sched_tree_check(&st->tree, st_cmp, buf, buflen);
+				if (ret)
+					return ret;
+				for (n = sched_tree_first(&st->tree); n; n = sched_tree_next(n))
+					if (q_of_st(n)->cfq.st != st || q_of_st(n)->g != g)
+						FAIL("group %u: foreign queue on a service tree",
+						     i);
+				nq += st->tree.count;
+			}
+		}
+		if (nq != g->cfq.nr_cfqq)
+			FAIL("group %u: nr_cfqq %u, trees hold %zu", i, g->cfq.nr_cfqq, nq);
+		if ((g->cfq.nr_cfqq > 0) != sched_tree_node_linked(&g->cfq.node))
+			FAIL("group %u: %u busy queues but on tree = %d", i, g->cfq.nr_cfqq,
+			     sched_tree_node_linked(&g->cfq.node));
+		for (l = g->queues.next; l != &g->queues; l = l->next)
+			disp += sched_container_of(l, struct sched_queue, group_node)->cfq.dispatched;
+		if (disp != g->cfq.dispatched)
+			FAIL("group %u: dispatched %u, queues %u", i, g->cfq.dispatched, disp);
+	}
+	if (cd->active) {
+		if (!cd->active->live || !cd->active->cfq.st)
+			FAIL("active queue %llu not live/busy", (unsigned long long)cd->active->key);
+	}
+	if (cd->idle_timer != SCHED_NS_NEVER) {
+		if (!cd->active || !cfqq_wait_request(cd->active) || cd->active->cfq.queued)
+			FAIL("idle timer armed without an empty waiting active queue");
+	}
+	return sched__fq_check(sd, buf, buflen);
+}
+
+const struct sched_policy_ops sched__cfq_ops = {
+	.init = cfq_init,
+	.queue_init = cfq_queue_init,
+	.enqueue = cfq_enqueue,
+	.dispatch = cfq_dispatch,
+	.next_event = cfq_next_event,
+	.complete = cfq_complete,
+	.remove = cfq_remove,
+	.replace = cfq_replace,
+	.drain = cfq_drain,
+	.queue_held = cfq_queue_held,
+	.group_remove = cfq_group_remove,
+	.group_init = cfq_group_init,
+	.check = cfq_check,
+	.info = cfq_info,
+};

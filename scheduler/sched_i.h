@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sched_i.h - internals shared by the scheduler core files (BFQ's bfq-iosched.h role). Never
+ * included from outside scheduler/.
+ *
+ * Split:
+ *   sched.c          public entry points, queue hash and recycling, groups, stats, tunables,
+ *                    merging helpers, sched_switch, sched_check front end
+ *   sched_fq.c       group fair-queueing math: vdisktime, vfraction, charge, group tree
+ *   sched_cfq.c      the CFQ policy: queues, service trees, slices, idling, dispatch limits
+ *   sched_deadline.c read/write FIFOs with expiry and offset-sorted batches
+ *   sched_noop.c     FIFO with back merging
+ *   sched_tree.c     the ordered trees
+ *
+ * Locking: none inside. Every field below is protected by the caller's lock around the whole
+ * struct sched (the executor mutex); the core calls out to no one.
+ */
+#ifndef CFQFS_SCHED_I_H
+#define CFQFS_SCHED_I_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched.h"
+#include "sched_tree.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Request state (rq->state): low byte is the state, the upper 24 bits the policy generation
+ * (sd->gen) at enqueue/dispatch, so a completion of a request dispatched by a previous policy
+ * (before sched_switch) is not fed to the current one. */
+enum {
+	RQ_ST_NONE = 0,		   /* the caller's */
+	RQ_ST_QUEUED = 1,	   /* chain head, in the policy's structures */
+	RQ_ST_MERGED = 2,	   /* member of a queued chain (reachable only from its head) */
+	RQ_ST_DISPATCHED = 3,	   /* chain head returned by sched_dispatch() */
+	RQ_ST_DISPATCHED_MEMBER = 4, /* member of a dispatched chain */
+	RQ_ST_DONE = 5,		   /* completed; the caller's again */
+};
+#define RQ_STATE(rq) ((rq)->state & 0xffu)
+#define RQ_GEN(rq) ((rq)->state >> 8)
+#define RQ_GEN_MASK 0xffffffu
+
+static inline void rq_set_state(struct sched_rq *rq, uint32_t st, uint32_t gen)
+{
+	rq->state = st | ((gen & RQ_GEN_MASK) << 8);
+}
+
+static inline bool rq_is_fsync(const struct sched_rq *rq)
+{
+	return rq->op == SCHED_OP_FSYNC || rq->op == SCHED_OP_FDATASYNC;
+}
+
+/* Reads, fsyncs and writes flagged SYNC are sync (kernel: read || REQ_SYNC). */
+static inline bool rq_is_sync(const struct sched_rq *rq)
+{
+	return rq->op == SCHED_OP_READ || rq_is_fsync(rq) || (rq->flags & SCHED_RQ_SYNC);
+}
+
+static inline int rq_dir(const struct sched_rq *rq)
+{
+	return rq->op == SCHED_OP_READ ? SCHED_DIR_READ : SCHED_DIR_WRITE;
+}
+
+/* Wrap-safe "a is earlier than b". */
+static inline bool sched_time_before(sched_ns a, sched_ns b)
+{
+	return sched_time_after(b, a);
+}
+
+static inline sched_ns sched_time_min(sched_ns a, sched_ns b)
+{
+	return sched_time_before(a, b) ? a : b;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Doubly linked circular lists (struct sched_list from sched.h). */
+
+static inline void list_init(struct sched_list *l)
+{
+	l->next = l->prev = l;
+}
+
+static inline bool list_empty(const struct sched_list *l)
+{
+	return l->next == l;
+}
+
+static inline void list_add_between(struct sched_list *n, struct sched_list *prev,
+				    struct sched_list *next)
+{
+	n->prev = prev;
+	n->next = next;
+	prev->next = n;
+	next->prev = n;
+}
+
+static inline void list_add_tail(struct sched_list *head, struct sched_list *n)
+{
+	list_add_between(n, head->prev, head);
+}
+
+static inline void list_del(struct sched_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	list_init(n);
+}
+
+/* Puts n where old was; old is left self-linked. */
+static inline void list_replace(struct sched_list *old, struct sched_list *n)
+{
+	n->next = old->next;
+	n->prev = old->prev;
+	n->next->prev = n;
+	n->prev->next = n;
+	list_init(old);
+}
+
+#define rq_of_fifo(l) sched_container_of(l, struct sched_rq, fifo_node)
+#define rq_of_sort(n) sched_container_of(n, struct sched_rq, sort_node)
+
+/* Appends rq to a drain list (linked through fifo_node.next, NULL-terminated). */
+static inline void drain_append(struct sched_rq **first, struct sched_rq **last,
+				struct sched_rq *rq)
+{
+	rq->fifo_node.next = NULL;
+	rq->fifo_node.prev = NULL;
+	if (*last)
+		(*last)->fifo_node.next = &rq->fifo_node;
+	else
+		*first = rq;
+	*last = rq;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Tunables: one index space per policy; values stored in internal units (ns, bytes). */
+
+enum {
+	CFQ_T_QUANTUM,
+	CFQ_T_FIFO_EXPIRE_SYNC,
+	CFQ_T_FIFO_EXPIRE_ASYNC,
+	CFQ_T_BACK_SEEK_MAX,
+	CFQ_T_BACK_SEEK_PENALTY,
+	CFQ_T_SLICE_SYNC,
+	CFQ_T_SLICE_ASYNC,
+	CFQ_T_SLICE_ASYNC_RQ,
+	CFQ_T_SLICE_IDLE,
+	CFQ_T_GROUP_IDLE,
+	CFQ_T_LOW_LATENCY,
+	CFQ_T_TARGET_LATENCY,
+	CFQ_T_GROUP_MODE,
+	CFQ_T_MAX_MERGE,
+	CFQ_T_COUNT
+};
+enum {
+	DL_T_READ_EXPIRE,
+	DL_T_WRITE_EXPIRE,
+	DL_T_WRITES_STARVED,
+	DL_T_FRONT_MERGES,
+	DL_T_FIFO_BATCH,
+	DL_T_MAX_MERGE,
+	DL_T_COUNT
+};
+enum { NOOP_T_MAX_MERGE, NOOP_T_COUNT };
+#define SCHED_TUN_MAX 16
+_Static_assert(CFQ_T_COUNT <= SCHED_TUN_MAX && DL_T_COUNT <= SCHED_TUN_MAX,
+	       "tunable array too small");
+
+/* ---------------------------------------------------------------------------------------- */
+/* CFQ per-queue, per-group and per-device state (sched_cfq.c, sched_fq.c). */
+
+enum cfq_wl_class { WL_BE = 0, WL_RT = 1, WL_IDLE = 2, WL_CLASSES = 3 };
+enum cfq_wl_type { WL_ASYNC = 0, WL_SYNC_NOIDLE = 1, WL_SYNC = 2, WL_TYPES = 3 };
+
+/* Decaying think-time average (7/8 old, fixed point x256). Valid when samples > 80. */
+struct cfq_ttime {
+	sched_ns last_end;	/* [ns] last completion */
+	uint64_t samples;	/* [x256] decayed sample count */
+	uint64_t total;		/* [ns x256] decayed sum */
+	sched_ns mean;		/* [ns] */
+};
+
+/* One of a group's 7 service trees: busy queues ordered by (rb_key, rb_seq). */
+struct cfq_st {
+	struct sched_tree tree; /* struct cfq_queue.st_node */
+	struct cfq_ttime ttime; /* tree think time, for service-tree idling */
+};
+
+/* struct cfq_queue.flags (CFQ's cfqq flags; helpers generated in sched_cfq.c) */
+enum {
+	CFQQ_F_IDLE_WINDOW = 1u << 0,  /* idles when it empties; sits on the SYNC tree */
+	CFQQ_F_WAIT_REQUEST = 1u << 1, /* the idle timer is armed for it */
+	CFQQ_F_MUST_DISPATCH = 1u << 2, /* dispatch even if the slice is used */
+	CFQQ_F_FIFO_EXPIRE = 1u << 3,  /* FIFO already checked in this slice */
+	CFQQ_F_DEEP = 1u << 4,	       /* has had >= 4 requests queued */
+	CFQQ_F_WAIT_BUSY = 1u << 5,    /* slice extended waiting for the group's next request */
+	CFQQ_F_SLICE_NEW = 1u << 6,    /* active, no completion yet: slice not started */
+};
+
+/* More than 4 of the last 32 requests were seeks. */
+static inline bool cfq_seeky(uint32_t seek_history)
+{
+	return __builtin_popcount(seek_history) > 32 / 8;
+}
+
+struct cfq_queue {
+	struct sched_tree sort;	     /* queued chain heads by (file, offset, seq) */
+	struct sched_list fifo;	     /* queued chain heads in arrival order */
+	struct sched_rq *next_rq;    /* best head from the last position; NULL iff empty */
+	struct sched_rb_node st_node; /* in *st */
+	struct cfq_st *st;	     /* service tree it is on; NULL <=> not busy ("on_rr") */
+	uint8_t st_class, st_type;   /* (class, type) *st was chosen for */
+	sched_ns rb_key;	     /* [ns] service tree key */
+	uint64_t rb_seq;	     /* tie-breaker of rb_key */
+	uint32_t queued;	     /* [heads] == sort.count */
+	uint32_t dispatched;	     /* [I/Os] in flight, dispatched by this policy generation */
+	uint32_t meta_pending;	     /* [heads] queued with SCHED_RQ_META */
+	sched_ns dispatch_start;     /* [ns] when it became active */
+	sched_ns slice_start;	     /* [ns] first completion of the slice (valid if !SLICE_NEW) */
+	sched_ns slice_end;	     /* [ns] */
+	sched_ns allocated_slice;    /* [ns] */
+	int64_t slice_resid;	     /* [ns] slice left (>0) or overrun (<0) at preemption */
+	uint32_t slice_dispatch;     /* [I/Os] dispatched in this slice */
+	uint32_t seek_history;	     /* 1 bit per request, 1 = seek */
+	uint64_t last_file;	     /* position after its last request: file ... */
+	uint64_t last_end;	     /* ... and end offset [bytes] */
+	struct cfq_ttime ttime;	     /* io context think-time stats, sync queues only */
+	uint32_t flags;		     /* CFQQ_F_* */
+};
+
+struct cfq_group {
+	struct cfq_st st[2][WL_TYPES]; /* [WL_BE/WL_RT][type] */
+	struct cfq_st st_idle;	       /* IDLE class */
+	struct sched_rb_node node;     /* in cfq_data.grp_tree iff nr_cfqq > 0 */
+	uint64_t seq;		       /* tie-breaker of vdisktime */
+	uint64_t vdisktime;	       /* [ns << 24 / vfraction] virtual service received */
+	uint32_t weight;	       /* [weight units] effective, vs. siblings */
+	uint32_t leaf_weight;	       /* [weight units] own queues vs. children */
+	uint32_t new_weight;	       /* pending weight, applied on activation (0 = none) */
+	uint32_t new_leaf_weight;      /* pending leaf weight, applied on (re)insertion */
+	uint32_t nr_active;	       /* self on tree + active children */
+	uint64_t children_weight;      /* [weight units] sum of active entities below */
+	uint32_t vfraction;	       /* [1/4096] share of the device, valid while on tree */
+	uint32_t nr_cfqq;	       /* busy queues (on a service tree) */
+	uint32_t busy_queues_avg[WL_CLASSES]; /* decayed average of busy queues per class */
+	sched_ns saved_wl_slice;       /* [ns] workload slice left when last expired */
+	uint8_t saved_wl_type, saved_wl_class;
+	uint32_t dispatched;	       /* [I/Os] in flight */
+	struct cfq_ttime ttime;	       /* group think-time stats, for group_idle */
+};
+
+struct cfq_data {
+	struct sched_tree grp_tree;   /* busy groups by (vdisktime, seq) */
+	uint64_t min_vdisktime;	      /* monotonic, <= every vdisktime on grp_tree */
+	uint64_t grp_seq, q_seq;      /* tie-breaker sources */
+	struct sched_queue *active;   /* the served queue, or NULL */
+	struct sched_group *serving_group;
+	uint8_t wl_class, wl_type;    /* serving workload */
+	sched_ns workload_expires;    /* [ns] */
+	uint32_t busy_queues;	      /* queues on a service tree */
+	uint32_t busy_sync_queues;
+	uint32_t rq_queued;	      /* [heads] queued */
+	uint32_t rq_in_driver;	      /* [I/Os] in flight (this generation) */
+	uint32_t rq_in_flight[2];     /* [I/Os] by queue kind (0 async, 1 sync) */
+	int hw_tag;		      /* -1 unknown, 0 shallow, 1 deep (NCQ) */
+	uint32_t hw_tag_samples;
+	uint32_t hw_tag_est_depth;    /* [I/Os] peak in flight */
+	sched_ns last_delayed_sync;   /* [ns] last sync completion later than fifo_expire_sync */
+	sched_ns idle_timer;	      /* [ns] idle timer expiry, SCHED_NS_NEVER if not armed */
+	sched_ns idle_start;	      /* [ns] when the timer was armed (idle_time stat) */
+	bool have_last_pos;
+	uint64_t last_file;	      /* end of the last dispatched request: file ... */
+	uint64_t last_pos;	      /* ... and offset [bytes] */
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Deadline and noop state. */
+
+struct dl_data {
+	struct sched_tree sort[2];     /* heads by (file, offset, seq), per direction */
+	struct sched_list fifo[2];     /* heads by arrival, per direction */
+	struct sched_rq *next_rq[2];   /* batch continuation (at most one non-NULL) */
+	uint32_t batching;	       /* [I/Os] dispatched in the current batch */
+	uint32_t starved;	       /* read batches while writes waited */
+};
+
+struct noop_data {
+	struct sched_list fifo;	       /* heads by arrival */
+	struct sched_tree sort;	       /* same heads by (file, offset, seq), for back merges */
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Queues and groups (shared by every policy). */
+
+/*
+ * One io context's sync queue, or a group's async queue for one (class, level). Invariants:
+ * live <=> in use (requests queued or in flight, or held by the policy); !live <=> on
+ * sd->free_queues (still hashed so a returning key finds its history, until recycled).
+ */
+struct sched_queue {
+	uint64_t key;		       /* queue_key (sync) or class << 3 | level (async) */
+	struct sched_group *g;	       /* owning group */
+	bool sync;
+	bool live;
+	uint8_t ioclass;	       /* enum sched_class, from its latest request */
+	uint8_t level;		       /* 0..7 (7 for IDLE) */
+	struct sched_queue *hash_next; /* bucket chain */
+	struct sched_list lru_node;    /* in sd->free_queues while !live */
+	struct sched_list group_node;  /* in g->queues */
+	struct sched_list all_node;    /* in sd->all_queues */
+	struct sched_queue *scratch;   /* sched_foreach_queue() sort link */
+	uint32_t nr_queued;	       /* [requests] queued, merged members included */
+	uint32_t nr_in_flight;	       /* [I/Os] dispatched chain heads not completed */
+	struct sched_stats stats;
+	struct cfq_queue cfq;
+};
+
+struct sched_group {
+	uint32_t id;
+	struct sched_group *parent;    /* NULL for the root */
+	uint32_t nr_children;
+	uint32_t cfg_weight;	       /* [weight units] as configured */
+	uint32_t cfg_leaf_weight;
+	struct sched_list queues;      /* struct sched_queue.group_node, live or cached */
+	struct sched_stats stats;
+	struct cfq_group cfq;
+	uint64_t scratch_cw;	       /* sched_check() accumulators */
+	uint32_t scratch_na;
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Policy operations. Every op runs with the caller's lock held and cannot fail. */
+
+struct sched_policy_ops {
+	/* Resets the policy's state; every queue and group already exists, none has requests
+	 * in the policy (sched_create and sched_switch). */
+	void (*init)(struct sched *sd, sched_ns now);
+	/* Initialises the policy's per-queue state of a new (or recycled) queue. May be NULL. */
+	void (*queue_init)(struct sched *sd, struct sched_queue *q, sched_ns now);
+	/* Takes a new head rq of queue q (common fields already set). May merge it. */
+	void (*enqueue)(struct sched *sd, struct sched_queue *q, struct sched_rq *rq,
+			sched_ns now);
+	struct sched_rq *(*dispatch)(struct sched *sd, sched_ns now);
+	sched_ns (*next_event)(const struct sched *sd);
+	/* Completion of a head dispatched by this generation. */
+	void (*complete)(struct sched *sd, struct sched_rq *rq, sched_ns now);
+	/* Withdraws a queued lone head. */
+	void (*remove)(struct sched *sd, struct sched_rq *rq, sched_ns now);
+	/* Swaps queued head old for new_head everywhere (front merge, cancel of a head). */
+	void (*replace)(struct sched *sd, struct sched_rq *old, struct sched_rq *new_head);
+	/* Removes every queued head from the policy; returns them as a NULL-terminated list
+	 * linked through fifo_node.next (chains intact). */
+	struct sched_rq *(*drain)(struct sched *sd);
+	/* true if the policy still holds q (active, on a service tree). May be NULL. */
+	bool (*queue_held)(const struct sched *sd, const struct sched_queue *q);
+	/* Lets go of anything of g before it is freed (it has no requests). May be NULL. */
+	void (*group_remove)(struct sched *sd, struct sched_group *g, sched_ns now);
+	void (*group_init)(struct sched *sd, struct sched_group *g);
+	int (*check)(const struct sched *sd, char *buf, size_t buflen);
+	void (*info)(const struct sched *sd, struct sched_info *out);
+};
+
+extern const struct sched_policy_ops sched__cfq_ops;
+extern const struct sched_policy_ops sched__deadline_ops;
+extern const struct sched_policy_ops sched__noop_ops;
+
+struct sched {
+	enum sched_policy policy;
+	const struct sched_policy_ops *ops;
+	uint32_t gen;		       /* policy generation, bumped by sched_switch */
+	bool rotational;
+	int64_t tun[SCHED_POLICY_COUNT][SCHED_TUN_MAX]; /* internal units (ns, bytes, counts) */
+	uint64_t seq;		       /* arrival sequence source */
+	sched_ns now_hint;	       /* [ns] latest `now` seen (for calls that take none) */
+	size_t nr_queued;	       /* [requests] queued, members included */
+	size_t nr_in_flight;	       /* [I/Os] dispatched heads not completed */
+	/* groups: groups[id], NULL for removed ids; ids are never reused */
+	struct sched_group **groups;
+	uint32_t nr_group_slots;       /* next id */
+	uint32_t group_cap;	       /* allocated slots */
+	uint32_t nr_groups;	       /* existing groups */
+	/* queues */
+	struct sched_queue **hash;     /* buckets, chained through hash_next */
+	size_t hash_mask;	       /* buckets - 1 (power of two) */
+	size_t nr_queue_objs;	       /* allocated (live + cached) */
+	size_t nr_live_queues;
+	struct sched_list free_queues; /* LRU of !live queues (oldest first) */
+	struct sched_list all_queues;  /* every allocated queue */
+	struct cfq_data cfq;
+	struct dl_data dl;
+	struct noop_data noop;
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Cross-file helpers (sched.c). */
+
+/* Releases q to the free list if nothing holds it any more. Cannot fail. */
+void sched__queue_maybe_release(struct sched *sd, struct sched_queue *q);
+/* Comparators of the request sort trees: (file, offset, seq). */
+int sched__rq_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b);
+/*
+ * Tries to merge new request rq of queue q into a head of `tree` (which holds q's heads of the
+ * same kind, sorted by sched__rq_cmp). rq->fifo_deadline must be set. On a back merge returns
+ * the head that absorbed rq; on a front merge rq becomes the head in place of the old one
+ * (tree and FIFO position swapped; the old head is returned in *replaced) and rq is returned.
+ * Returns NULL (nothing changed) if no merge applies. Cannot fail.
+ */
+struct sched_rq *sched__merge(struct sched *sd, struct sched_tree *tree, struct sched_rq *rq,
+			      bool front_ok, uint64_t max_bytes, struct sched_rq **replaced);
+/* Swaps head old for new_head in tree and in old's FIFO position; new_head inherits the
+ * earlier FIFO deadline. */
+void sched__rq_replace(struct sched_tree *tree, struct sched_rq *old, struct sched_rq *new_head);
+/* Checks a chain head and its members; adds the number of requests to *nreq. */
+int sched__check_chain(const struct sched_rq *h, const struct sched_queue *q, size_t *nreq,
+		       char *buf, size_t buflen);
+
+/* sched_fq.c: group fair queueing. */
+#define SCHED_FQ_SHIFT 12 /* 1.0 in vfraction == 1 << 12 */
+uint64_t sched__fq_scale_charge(uint64_t charge, uint32_t vfraction);
+void sched__fq_group_add(struct sched *sd, struct sched_group *g);
+void sched__fq_group_del(struct sched *sd, struct sched_group *g);
+void sched__fq_charge(struct sched *sd, struct sched_group *g, uint64_t charge);
+struct sched_group *sched__fq_pick(struct sched *sd);
+sched_ns sched__fq_group_slice(const struct sched *sd, const struct sched_group *g);
+void sched__fq_set_weight(struct sched_group *g, uint32_t weight, uint32_t leaf_weight);
+void sched__fq_group_init(struct sched_group *g);
+int sched__fq_check(const struct sched *sd, char *buf, size_t buflen);
+bool sched__fq_is_descendant(const struct sched_group *g, const struct sched_group *ancestor);
+
+#endif /* CFQFS_SCHED_I_H */

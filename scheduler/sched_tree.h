@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sched_tree.h - intrusive red-black tree with a cached leftmost node, used by every ordered
+ * structure of the scheduler core (request sort trees, CFQ service trees, the group tree).
+ *
+ * Nodes are struct sched_rb_node (sched.h), embedded in the owner. The order is given by a
+ * comparison callback; callers make it total by breaking key ties with a sequence number, so
+ * the shape of a tree (and every decision read from it) is deterministic.
+ *
+ * Invariants (checked by sched_tree_check()): red-black properties; in-order traversal strictly
+ * increasing under cmp; leftmost == first in-order node; count == number of nodes; every child's
+ * parent pointer names its parent. A node not in any tree has parent == itself.
+ *
+ * Locking: none; the tree belongs to its owner, which the caller serialises.
+ */
+#ifndef CFQFS_SCHED_TREE_H
+#define CFQFS_SCHED_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sched.h"
+
+struct sched_tree {
+	struct sched_rb_node *root;	/* NULL when empty */
+	struct sched_rb_node *leftmost; /* cached minimum, NULL when empty */
+	size_t count;			/* [nodes] */
+};
+
+/* < 0, 0, > 0 as a sorts before, equal to, after b. Must be a total order over the tree. */
+typedef int (*sched_tree_cmp_fn)(const struct sched_rb_node *a, const struct sched_rb_node *b);
+/* < 0, 0, > 0 as `key` sorts before, equal to, after node n. */
+typedef int (*sched_tree_key_fn)(const void *key, const struct sched_rb_node *n);
+
+#define sched_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+static inline void sched_tree_init(struct sched_tree *t)
+{
+	t->root = NULL;
+	t->leftmost = NULL;
+	t->count = 0;
+}
+
+/* Marks a node as "in no tree". */
+static inline void sched_tree_node_clear(struct sched_rb_node *n)
+{
+	n->parent = n;
+	n->left = n->right = NULL;
+	n->red = 0;
+}
+
+static inline bool sched_tree_node_linked(const struct sched_rb_node *n)
+{
+	return n->parent != n;
+}
+
+static inline bool sched_tree_empty(const struct sched_tree *t)
+{
+	return t->root == NULL;
+}
+
+static inline struct sched_rb_node *sched_tree_first(const struct sched_tree *t)
+{
+	return t->leftmost;
+}
+
+/* Inserts n after every node that compares equal (ties go right). O(log n). Cannot fail. */
+void sched_tree_insert(struct sched_tree *t, struct sched_rb_node *n, sched_tree_cmp_fn cmp);
+/* Removes n (which must be in t) and clears it. O(log n). Cannot fail. */
+void sched_tree_erase(struct sched_tree *t, struct sched_rb_node *n);
+
+struct sched_rb_node *sched_tree_last(const struct sched_tree *t);
+struct sched_rb_node *sched_tree_next(const struct sched_rb_node *n);
+struct sched_rb_node *sched_tree_prev(const struct sched_rb_node *n);
+/* The last node <= key, or NULL. */
+struct sched_rb_node *sched_tree_floor(const struct sched_tree *t, const void *key,
+				       sched_tree_key_fn kcmp);
+/* The first node >= key, or NULL. */
+struct sched_rb_node *sched_tree_ceil(const struct sched_tree *t, const void *key,
+				      sched_tree_key_fn kcmp);
+
+/* Checks every invariant listed above. Returns 0, or -EFAULT with a message in buf. O(n). */
+int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *buf, size_t buflen);
+
+#endif /* CFQFS_SCHED_TREE_H */
