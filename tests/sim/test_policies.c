@@ -31,7 +31,13 @@ static void add_mix(struct sim *s, struct mix *m)
 	m->idx[m->n++] = add_proc(s, &ps);
 	sim_proc_default(SIM_INTERACTIVE, &ps);
 	m->idx[m->n++] = add_proc(s, &ps);
-	m->idx[m->n++] = add_seq_reader(s, SCHED_ROOT_GROUP, SCHED_CLASS_RT, 2);
+	/* bursty RT: a greedy RT reader would (correctly) starve the root group's BE queues */
+	sim_proc_default(SIM_INTERACTIVE, &ps);
+	ps.ioclass = SCHED_CLASS_RT;
+	ps.level = 2;
+	ps.burst = 4;
+	ps.think = 200 * MS;
+	m->idx[m->n++] = add_proc(s, &ps);
 }
 
 static void report(struct sim *s, const struct mix *m, const char *what)
