@@ -42,6 +42,14 @@
 
 #define TUN(sd, i) ((sd)->tun[SCHED_POLICY_CFQ][(i)])
 
+/* Debug trace: compiled out unless built with -DSCHED_TRACE. */
+#ifdef SCHED_TRACE
+#define cfq_log(now, fmt, ...)                                                       \
+	fprintf(stderr, "%10.3f ms cfq: " fmt "\n", (double)(now) / 1e6, __VA_ARGS__)
+#else
+#define cfq_log(now, fmt, ...) ((void)(now))
+#endif
+
 /* mark/clear/test helpers for cfqq flags (kernel CFQ_CFQQ_FNS style) */
 #define CFQQ_FNS(name, bit)                                                        \
 	static inline void cfqq_mark_##name(struct sched_queue *q)                 \
@@ -476,6 +484,8 @@ static void slice_expired(struct sched *sd, bool timed_out, sched_ns now)
 		else
 			cq->slice_resid = (int64_t)(cq->slice_end - now);
 	}
+	cfq_log(now, "expire q %llu timed_out %d dispatched %u slice %llu", (unsigned long long)q->key,
+		timed_out, cq->slice_dispatch, (unsigned long long)cq->allocated_slice);
 	group_served(sd, q->g, q, now);
 	if (cq->st && cq->queued == 0)
 		del_rr(sd, q);
@@ -651,6 +661,8 @@ new_queue:
 	if (!n)
 		return NULL;
 	set_active_queue(sd, q_of_st(n), now);
+	cfq_log(now, "activate q %llu g %u class %d type %d", (unsigned long long)cd->active->key,
+		cd->active->g->id, cd->wl_class, cd->wl_type);
 	return cd->active;
 }
 
@@ -906,6 +918,7 @@ static void preempt_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
 {
 	int old_type = q_type(sd->cfq.active);
 
+	cfq_log(now, "preempt by q %llu", (unsigned long long)q->key);
 	slice_expired(sd, true, now);
 	/* a different workload type must not resume the saved one, or no preemption happens */
 	if (old_type != q_type(q))
@@ -1033,6 +1046,7 @@ static void arm_slice_timer(struct sched *sd, sched_ns now)
 	if (group_idle &&
 	    (q->g->cfq.nr_cfqq > 1 || (q->cfq.st && thinktime_big(sd, &q->cfq.st->ttime, true))))
 		return;
+	cfq_log(now, "idle q %llu group_idle %d", (unsigned long long)q->key, group_idle != 0);
 	cfqq_mark_wait_request(q);
 	sl = group_idle ? group_idle : (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
 	cd->idle_timer = now + sl;

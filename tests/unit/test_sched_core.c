@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests of the scheduler core through sched.h only: tunables, groups, the request path,
+ * merging, cancel, FIFO expiry, back seeks, classes, preemption, deadline and noop ordering,
+ * sched_switch and the histogram. Time is a manual `now`; sched_check() runs after every step.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "sched.h"
+
+#define MS SCHED_NS_PER_MS
+#define KIB 1024ull
+#define MIB (1024ull * 1024)
+
+static void check(const struct sched *sd)
+{
+	char buf[256] = "";
+
+	cr_assert_eq(sched_check(sd, buf, sizeof(buf)), 0, "sched_check: %s", buf);
+}
+
+static void mk(struct sched_rq *rq, uint64_t key, uint32_t group, uint8_t cls, uint8_t op,
+	       uint8_t flags, uint64_t file, uint64_t off, uint64_t len)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->queue_key = key;
+	rq->group = group;
+	rq->ioclass = cls;
+	rq->level = cls == SCHED_CLASS_IDLE ? 7 : SCHED_LEVEL_NORM;
+	rq->op = op;
+	rq->flags = flags;
+	rq->file = file;
+	rq->offset = off;
+	rq->len = len;
+}
+
+static void enq(struct sched *sd, struct sched_rq *rq, sched_ns now)
+{
+	cr_assert_eq(sched_enqueue(sd, rq, now), 0);
+	check(sd);
+}
+
+static struct sched_rq *disp(struct sched *sd, sched_ns now)
+{
+	struct sched_rq *rq = sched_dispatch(sd, now);
+
+	check(sd);
+	return rq;
+}
+
+static void done(struct sched *sd, struct sched_rq *rq, sched_ns now)
+{
+	sched_complete(sd, rq, 0, now);
+	check(sd);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+Test(sched_core, tunables_names_units_and_ranges)
+{
+	static const char *cfq_names[] = { "quantum", "fifo_expire_sync", "fifo_expire_async",
+					   "back_seek_max", "back_seek_penalty", "slice_sync",
+					   "slice_async", "slice_async_rq", "slice_idle",
+					   "group_idle", "low_latency", "target_latency",
+					   "group_mode", "max_merge_kb" };
+	const struct sched_tunable_desc *d = sched_tunables(SCHED_POLICY_CFQ);
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	int64_t v;
+	size_t n = 0;
+
+	for (; d[n].name; n++)
+		cr_assert_str_eq(d[n].name, cfq_names[n]);
+	cr_assert_eq(n, sizeof(cfq_names) / sizeof(cfq_names[0]));
+	cr_assert_eq(sched_tunable_get(sd, "slice_idle", &v), 0);
+	cr_assert_eq(v, 8);
+	cr_assert_eq(sched_tunable_get(sd, "fifo_expire_sync", &v), 0);
+	cr_assert_eq(v, 125);
+	cr_assert_eq(sched_tunable_set(sd, "fifo_expire_sync", 200), 0);
+	cr_assert_eq(sched_tunable_get(sd, "fifo_expire_sync", &v), 0);
+	cr_assert_eq(v, 200);
+	/* out of range: -EINVAL and nothing changed */
+	cr_assert_eq(sched_tunable_set(sd, "fifo_expire_sync", 0), -EINVAL);
+	cr_assert_eq(sched_tunable_set(sd, "low_latency", 2), -EINVAL);
+	cr_assert_eq(sched_tunable_get(sd, "fifo_expire_sync", &v), 0);
+	cr_assert_eq(v, 200);
+	cr_assert_eq(sched_tunable_set(sd, "no_such_knob", 1), -ENOENT);
+	cr_assert_eq(sched_tunable_get(sd, "read_expire", &v), -ENOENT);
+	cr_assert_eq(sched_tunable_validate(SCHED_POLICY_DEADLINE, "read_expire", 500), 0);
+	cr_assert_eq(sched_tunable_validate(SCHED_POLICY_DEADLINE, "read_expire", -1), -EINVAL);
+	cr_assert_eq(sched_tunable_validate(SCHED_POLICY_NOOP, "quantum", 1), -ENOENT);
+	check(sd);
+	sched_destroy(sd);
+
+	/* non-rotational: no idling by default (IOPS mode for groups) */
+	sd = sched_create(SCHED_POLICY_CFQ, false);
+	cr_assert_eq(sched_tunable_get(sd, "slice_idle", &v), 0);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(sched_tunable_get(sd, "group_idle", &v), 0);
+	cr_assert_eq(v, 8);
+	sched_destroy(sd);
+}
+
+Test(sched_core, policy_names)
+{
+	enum sched_policy p;
+
+	cr_assert_str_eq(sched_policy_name(SCHED_POLICY_CFQ), "cfq");
+	cr_assert_eq(sched_policy_parse("deadline", &p), 0);
+	cr_assert_eq(p, SCHED_POLICY_DEADLINE);
+	cr_assert_eq(sched_policy_parse("bfq", &p), -EINVAL);
+	cr_assert_null(sched_create((enum sched_policy)7, true));
+}
+
+Test(sched_core, groups_create_remove_and_weights)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	uint32_t a, b, parent, w, lw;
+	struct sched_rq rq;
+	struct sched_stats st;
+
+	cr_assert_eq(sched_group_get(sd, SCHED_ROOT_GROUP, &parent, &w, &lw), 0);
+	cr_assert_eq(w, 1000);
+	cr_assert_eq(sched_group_create(sd, SCHED_ROOT_GROUP, 200, 300, &a), 0);
+	cr_assert_eq(sched_group_create(sd, a, 100, 100, &b), 0);
+	cr_assert_neq(a, b);
+	cr_assert_eq(sched_group_create(sd, 99, 100, 100, &b), -EINVAL);
+	cr_assert_eq(sched_group_create(sd, a, 5, 100, &b), -EINVAL);
+	cr_assert_eq(sched_group_create(sd, a, 100, 1001, &b), -EINVAL);
+	cr_assert_eq(sched_group_get(sd, a, &parent, &w, &lw), 0);
+	cr_assert_eq(parent, SCHED_ROOT_GROUP);
+	cr_assert_eq(w, 200);
+	cr_assert_eq(lw, 300);
+	cr_assert_eq(sched_group_set_weight(sd, a, 400, 400), 0);
+	cr_assert_eq(sched_group_set_weight(sd, a, 4000, 400), -EINVAL);
+	cr_assert_eq(sched_group_get(sd, a, NULL, &w, NULL), 0);
+	cr_assert_eq(w, 400);
+	check(sd);
+	/* busy group: -EBUSY; parent with children: -EBUSY; root: -EINVAL */
+	mk(&rq, 1, b, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	enq(sd, &rq, 0);
+	cr_assert_eq(sched_group_stats(sd, b, &st), 0);
+	cr_assert_eq(st.queued, 1);
+	cr_assert_eq(sched_group_remove(sd, b), -EBUSY);
+	cr_assert_eq(sched_group_remove(sd, a), -EBUSY);
+	cr_assert_eq(sched_group_remove(sd, SCHED_ROOT_GROUP), -EINVAL);
+	cr_assert_eq(disp(sd, 0), &rq);
+	cr_assert_eq(sched_group_remove(sd, b), -EBUSY);
+	done(sd, &rq, 1 * MS);
+	/* the queue may still be active (idling); removal lets go of it */
+	cr_assert_eq(sched_group_remove(sd, b), 0);
+	check(sd);
+	cr_assert_eq(sched_group_remove(sd, a), 0);
+	cr_assert_eq(sched_group_get(sd, a, NULL, NULL, NULL), -EINVAL);
+	/* a removed group refuses requests */
+	mk(&rq, 1, b, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	cr_assert_eq(sched_enqueue(sd, &rq, 2 * MS), -EINVAL);
+	check(sd);
+	sched_destroy(sd);
+}
+
+Test(sched_core, enqueue_rejects_bad_fields)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq rq;
+
+	mk(&rq, 1, 0, 0, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	cr_assert_eq(sched_enqueue(sd, &rq, 0), -EINVAL);
+	mk(&rq, 1, 0, SCHED_CLASS_BE, 9, 0, 1, 0, 4 * KIB);
+	cr_assert_eq(sched_enqueue(sd, &rq, 0), -EINVAL);
+	mk(&rq, 1, 0, SCHED_CLASS_BE, SCHED_OP_FSYNC, 0, 1, 0, 4 * KIB);
+	cr_assert_eq(sched_enqueue(sd, &rq, 0), -EINVAL);
+	mk(&rq, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	rq.level = 8;
+	cr_assert_eq(sched_enqueue(sd, &rq, 0), -EINVAL);
+	cr_assert_eq(sched_nr_queued(sd), 0);
+	check(sd);
+	sched_destroy(sd);
+}
+
+Test(sched_core, enqueue_dispatch_complete_basics)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq rq;
+	struct sched_stats st;
+	struct sched_info info;
+
+	mk(&rq, 42, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 64 * KIB);
+	enq(sd, &rq, 1 * MS);
+	cr_assert_eq(sched_nr_queued(sd), 1);
+	cr_assert_eq(disp(sd, 2 * MS), &rq);
+	cr_assert_eq(rq.enqueue_time, 1 * MS);
+	cr_assert_eq(rq.dispatch_time, 2 * MS);
+	cr_assert_eq(sched_nr_queued(sd), 0);
+	cr_assert_eq(sched_nr_in_flight(sd), 1);
+	cr_assert_eq(sched_cancel(sd, &rq, 2 * MS), -EBUSY);
+	cr_assert_null(disp(sd, 2 * MS));
+	done(sd, &rq, 5 * MS);
+	cr_assert_eq(sched_nr_in_flight(sd), 0);
+	/* the sequential-looking queue idles: a timer is pending */
+	cr_assert_eq(sched_next_event(sd), 5 * MS + 8 * MS);
+	cr_assert_null(disp(sd, 13 * MS));
+	cr_assert_eq(sched_next_event(sd), SCHED_NS_NEVER);
+	cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+	cr_assert_eq(st.bytes[SCHED_DIR_READ][SCHED_KIND_SYNC], 64 * KIB);
+	cr_assert_eq(st.ios[SCHED_DIR_READ][SCHED_KIND_SYNC], 1);
+	cr_assert_eq(st.dispatched, 1);
+	cr_assert_eq(st.wait_time, 1 * MS);
+	cr_assert_eq(st.service_time, 3 * MS);
+	cr_assert_eq(st.latency.total, 1);
+	cr_assert_eq(st.slices, 1);
+	cr_assert(st.idle_time > 0);
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.policy, SCHED_POLICY_CFQ);
+	cr_assert_eq(info.nr_groups, 1);
+	sched_destroy(sd);
+}
+
+Test(sched_core, merge_back_and_front)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq r[4], *h;
+	struct sched_stats st;
+
+	/* async writes of one writer: 8K..12K, then 12K..16K (back), then 4K..8K (front) */
+	mk(&r[0], 7, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 8 * KIB, 4 * KIB);
+	mk(&r[1], 7, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 12 * KIB, 4 * KIB);
+	mk(&r[2], 7, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 4 * KIB, 4 * KIB);
+	mk(&r[3], 7, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 3, 16 * KIB, 4 * KIB);
+	enq(sd, &r[0], 0);
+	enq(sd, &r[1], 0);
+	cr_assert_eq(r[0].nr_merged, 1);
+	cr_assert_eq(r[0].merged_len, 8 * KIB);
+	cr_assert_eq(r[0].merge_next, &r[1]);
+	enq(sd, &r[2], 0);
+	cr_assert_eq(r[2].nr_merged, 2);
+	cr_assert_eq(r[2].merged_len, 12 * KIB);
+	cr_assert_eq(r[2].merge_next, &r[0]);
+	/* a read never merges into writes */
+	enq(sd, &r[3], 0);
+	cr_assert_eq(r[3].nr_merged, 0);
+	cr_assert_eq(sched_nr_queued(sd), 4);
+	cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+	cr_assert_eq(st.merged, 2);
+	/* two I/Os come out: the read alone and the write chain headed by r[2] */
+	for (sched_ns now = 0; sched_nr_queued(sd) > 0; now += 10 * MS) {
+		h = disp(sd, now);
+		if (!h)
+			continue;
+		cr_assert(h == &r[3] || h == &r[2]);
+		if (h == &r[2]) {
+			cr_assert_eq(h->merged_len, 12 * KIB);
+			cr_assert_eq(h->merge_next, &r[0]);
+			cr_assert_eq(r[0].merge_next, &r[1]);
+		}
+		done(sd, h, now + 1 * MS);
+	}
+	cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+	cr_assert_eq(st.ios[SCHED_DIR_WRITE][SCHED_KIND_ASYNC], 3);
+	cr_assert_eq(st.bytes[SCHED_DIR_WRITE][SCHED_KIND_ASYNC], 12 * KIB);
+	cr_assert_eq(st.latency.total, 4);
+	sched_destroy(sd);
+}
+
+Test(sched_core, merge_respects_max_merge_kb)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_NOOP, true);
+	struct sched_rq r[3];
+
+	cr_assert_eq(sched_tunable_set(sd, "max_merge_kb", 8), 0);
+	for (int i = 0; i < 3; i++) {
+		mk(&r[i], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, (uint64_t)i * 4 * KIB, 4 * KIB);
+		enq(sd, &r[i], 0);
+	}
+	cr_assert_eq(r[0].nr_merged, 1);
+	cr_assert_eq(r[0].merged_len, 8 * KIB);
+	cr_assert_eq(r[2].nr_merged, 0);
+	cr_assert_eq(disp(sd, 0), &r[0]);
+	cr_assert_eq(disp(sd, 0), &r[2]);
+	done(sd, &r[0], 1);
+	done(sd, &r[2], 1);
+	/* 0 disables merging */
+	cr_assert_eq(sched_tunable_set(sd, "max_merge_kb", 0), 0);
+	mk(&r[0], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	mk(&r[1], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 4 * KIB, 4 * KIB);
+	enq(sd, &r[0], 2);
+	enq(sd, &r[1], 2);
+	cr_assert_eq(r[0].nr_merged, 0);
+	done(sd, disp(sd, 3), 4);
+	done(sd, disp(sd, 3), 4);
+	sched_destroy(sd);
+}
+
+Test(sched_core, sync_never_merges_into_async)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq a, s, f;
+
+	mk(&a, 5, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 2, 0, 4 * KIB);
+	mk(&s, 5, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, SCHED_RQ_SYNC, 2, 4 * KIB, 4 * KIB);
+	mk(&f, 5, 0, SCHED_CLASS_BE, SCHED_OP_FSYNC, 0, 2, 0, 0);
+	enq(sd, &a, 0);
+	enq(sd, &s, 0);
+	enq(sd, &f, 0);
+	cr_assert_eq(a.nr_merged, 0);
+	cr_assert_eq(s.nr_merged, 0);
+	cr_assert_eq(sched_nr_queued(sd), 3);
+	/* sync first (sync queue preempts/precedes the async one), fsync never merged */
+	for (int i = 0; i < 3; i++) {
+		struct sched_rq *rq = disp(sd, (sched_ns)i * 300 * MS);
+
+		cr_assert_not_null(rq);
+		cr_assert_eq(rq->nr_merged, 0);
+		done(sd, rq, (sched_ns)i * 300 * MS + 1);
+	}
+	sched_destroy(sd);
+}
+
+Test(sched_core, cancel_member_and_head)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_DEADLINE, true);
+	struct sched_rq r[4], lone;
+
+	for (int i = 0; i < 4; i++) {
+		mk(&r[i], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, (uint64_t)i * 4 * KIB, 4 * KIB);
+		enq(sd, &r[i], 0);
+	}
+	cr_assert_eq(r[0].nr_merged, 3);
+	/* a member: cut out (the chain now has a hole) */
+	cr_assert_eq(sched_cancel(sd, &r[2], 1), 0);
+	check(sd);
+	cr_assert_eq(r[0].nr_merged, 2);
+	cr_assert_eq(r[0].merged_len, 12 * KIB);
+	cr_assert_eq(r[1].merge_next, &r[3]);
+	/* the head: its next member takes over */
+	cr_assert_eq(sched_cancel(sd, &r[0], 1), 0);
+	check(sd);
+	cr_assert_eq(r[1].nr_merged, 1);
+	cr_assert_eq(r[1].merged_len, 8 * KIB);
+	cr_assert_eq(sched_nr_queued(sd), 2);
+	cr_assert_eq(sched_cancel(sd, &r[0], 1), -EINVAL);
+	mk(&lone, 2, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 9, 0, 4 * KIB);
+	enq(sd, &lone, 1);
+	cr_assert_eq(sched_cancel(sd, &lone, 2), 0);
+	check(sd);
+	cr_assert_eq(disp(sd, 2), &r[1]);
+	cr_assert_eq(r[1].merge_next, &r[3]);
+	cr_assert_null(disp(sd, 2));
+	done(sd, &r[1], 3);
+	cr_assert_eq(sched_cancel(sd, &r[1], 3), -EBUSY);
+	sched_destroy(sd);
+}
+
+Test(sched_core, cfq_cancel_keeps_queue_consistent)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq a, b, c;
+
+	mk(&a, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	mk(&b, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 1 * MIB, 4 * KIB);
+	mk(&c, 2, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 2 * MIB, 4 * KIB);
+	enq(sd, &a, 0);
+	enq(sd, &b, 0);
+	enq(sd, &c, 0);
+	cr_assert_eq(sched_cancel(sd, &c, 0), 0); /* the other queue empties: leaves the tree */
+	check(sd);
+	cr_assert_eq(sched_cancel(sd, &a, 0), 0);
+	check(sd);
+	cr_assert_eq(disp(sd, 0), &b);
+	done(sd, &b, 1 * MS);
+	sched_destroy(sd);
+}
+
+Test(sched_core, fifo_expiry_serves_the_oldest_first)
+{
+	struct sched_rq far, near;
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+
+	/* no expiry: the nearest request (offset 0) goes first */
+	mk(&far, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 10 * MIB, 4 * KIB);
+	mk(&near, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 0, 4 * KIB);
+	enq(sd, &far, 0);
+	enq(sd, &near, 1 * MS);
+	cr_assert_eq(disp(sd, 1 * MS), &near);
+	done(sd, &near, 2 * MS);
+	cr_assert_eq(disp(sd, 2 * MS), &far);
+	done(sd, &far, 3 * MS);
+	sched_destroy(sd);
+
+	/* the far one is past fifo_expire_sync (125 ms) when the slice starts: it goes first */
+	sd = sched_create(SCHED_POLICY_CFQ, true);
+	mk(&far, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 10 * MIB, 4 * KIB);
+	mk(&near, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 0, 4 * KIB);
+	enq(sd, &far, 0);
+	enq(sd, &near, 130 * MS);
+	cr_assert_eq(disp(sd, 130 * MS), &far);
+	cr_assert_eq(disp(sd, 130 * MS), &near);
+	done(sd, &far, 140 * MS);
+	done(sd, &near, 141 * MS);
+	sched_destroy(sd);
+}
+
+Test(sched_core, back_seek_within_max_beats_longer_forward_seek)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq x, behind, ahead, far_behind, far_ahead;
+
+	mk(&x, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 100 * MIB, 4 * KIB);
+	enq(sd, &x, 0);
+	cr_assert_eq(disp(sd, 0), &x); /* head now at 100 MiB + 4 KiB */
+	/* 1 MiB behind (cost 2 x 1 MiB) vs 3 MiB ahead: back seek wins */
+	mk(&behind, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 99 * MIB, 4 * KIB);
+	mk(&ahead, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 103 * MIB, 4 * KIB);
+	enq(sd, &ahead, 0);
+	enq(sd, &behind, 0);
+	cr_assert_eq(disp(sd, 0), &behind);
+	done(sd, &x, 1 * MS);
+	done(sd, &behind, 2 * MS);
+	cr_assert_eq(disp(sd, 2 * MS), &ahead);
+	done(sd, &ahead, 3 * MS); /* head at 103 MiB + 4 KiB */
+	/* 20 MiB behind is beyond back_seek_max (16 MiB): wrapped, the far forward one wins */
+	mk(&far_behind, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 83 * MIB, 4 * KIB);
+	mk(&far_ahead, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 0, 200 * MIB, 4 * KIB);
+	enq(sd, &far_behind, 3 * MS);
+	enq(sd, &far_ahead, 3 * MS);
+	cr_assert_eq(disp(sd, 3 * MS), &far_ahead);
+	cr_assert_eq(disp(sd, 3 * MS), &far_behind);
+	done(sd, &far_ahead, 4 * MS);
+	done(sd, &far_behind, 5 * MS);
+	sched_destroy(sd);
+}
+
+Test(sched_core, idle_class_gets_nothing_while_be_backlogged)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	static struct sched_rq be[40], idle[4];
+	sched_ns now = 0;
+	int n_be = 0;
+
+	for (int i = 0; i < 4; i++) {
+		mk(&idle[i], 9, 0, SCHED_CLASS_IDLE, SCHED_OP_READ, 0, 9, (uint64_t)i * MIB,
+		   4 * KIB);
+		enq(sd, &idle[i], 0);
+	}
+	for (int i = 0; i < 40; i++) {
+		mk(&be[i], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, (uint64_t)i * MIB, 4 * KIB);
+		enq(sd, &be[i], 0);
+	}
+	/* dispatch one at a time until BE is drained: never an IDLE request meanwhile */
+	while (n_be < 40) {
+		struct sched_rq *rq = disp(sd, now);
+
+		cr_assert_not_null(rq, "stalled with BE backlog");
+		cr_assert_eq(rq->ioclass, SCHED_CLASS_BE, "IDLE dispatched with BE backlogged");
+		now += 1 * MS;
+		done(sd, rq, now);
+		n_be++;
+	}
+	/* BE empty: once its idle window passes, IDLE runs */
+	for (int i = 0; i < 4; i++) {
+		struct sched_rq *rq = disp(sd, now);
+
+		if (!rq) {
+			now = sched_next_event(sd);
+			cr_assert_neq(now, SCHED_NS_NEVER);
+			rq = disp(sd, now);
+		}
+		cr_assert_not_null(rq);
+		cr_assert_eq(rq->ioclass, SCHED_CLASS_IDLE);
+		now += 1 * MS;
+		done(sd, rq, now);
+	}
+	sched_destroy(sd);
+}
+
+Test(sched_core, rt_request_preempts_be_queue)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq be[3], rt;
+	struct sched_rq *rq;
+
+	for (int i = 0; i < 3; i++) {
+		mk(&be[i], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, (uint64_t)i * MIB, 4 * KIB);
+		enq(sd, &be[i], 0);
+	}
+	rq = disp(sd, 0);
+	cr_assert_eq(rq, &be[0]);
+	done(sd, rq, 1 * MS); /* BE slice started, two requests still queued */
+	mk(&rt, 2, 0, SCHED_CLASS_RT, SCHED_OP_READ, 0, 2, 0, 4 * KIB);
+	rt.level = 0;
+	enq(sd, &rt, 2 * MS);
+	cr_assert_eq(disp(sd, 2 * MS), &rt);
+	done(sd, &rt, 3 * MS);
+	/* back to BE after the RT queue has nothing more */
+	for (int i = 1; i < 3; i++) {
+		sched_ns now = 20 * MS * (sched_ns)i;
+
+		rq = disp(sd, now);
+		cr_assert_not_null(rq);
+		cr_assert_eq(rq->ioclass, SCHED_CLASS_BE);
+		done(sd, rq, now + 1);
+	}
+	sched_destroy(sd);
+}
+
+Test(sched_core, weights_shape_group_service)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	static struct sched_rq r[2][16];
+	uint32_t g[2];
+	uint64_t served[2] = { 0, 0 };
+	sched_ns now = 0;
+	unsigned next[2] = { 0, 0 };
+
+	cr_assert_eq(sched_tunable_set(sd, "group_mode", 2), 0); /* IOPS: exact counts */
+	cr_assert_eq(sched_tunable_set(sd, "slice_idle", 0), 0);
+	cr_assert_eq(sched_tunable_set(sd, "slice_sync", 10), 0);
+	cr_assert_eq(sched_group_create(sd, 0, 100, 100, &g[0]), 0);
+	cr_assert_eq(sched_group_create(sd, 0, 300, 300, &g[1]), 0);
+	/* both groups keep 8 requests outstanding; one I/O at a time, 1 ms each */
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 8; i++, next[k]++) {
+			mk(&r[k][next[k] % 16], 10 + (uint64_t)k, g[k], SCHED_CLASS_BE,
+			   SCHED_OP_READ, 0, (uint64_t)k, (uint64_t)next[k] * MIB, 4 * KIB);
+			enq(sd, &r[k][next[k] % 16], now);
+		}
+	for (int step = 0; step < 4000; step++) {
+		struct sched_rq *rq = disp(sd, now);
+		int k;
+
+		if (!rq) {
+			now = sched_next_event(sd);
+			cr_assert_neq(now, SCHED_NS_NEVER, "stall");
+			continue;
+		}
+		k = rq->group == g[0] ? 0 : 1;
+		served[k]++;
+		now += 1 * MS;
+		done(sd, rq, now);
+		mk(&r[k][next[k] % 16], 10 + (uint64_t)k, g[k], SCHED_CLASS_BE, SCHED_OP_READ, 0,
+		   (uint64_t)k, (uint64_t)next[k] * MIB, 4 * KIB);
+		enq(sd, &r[k][next[k] % 16], now);
+		next[k]++;
+	}
+	cr_log_info("served %llu vs %llu", (unsigned long long)served[0],
+		    (unsigned long long)served[1]);
+	cr_assert(served[1] * 10 > 27 * served[0] && served[1] * 10 < 33 * served[0],
+		  "weights 100:300 gave %llu:%llu", (unsigned long long)served[0],
+		  (unsigned long long)served[1]);
+	while (sched_nr_queued(sd) || sched_nr_in_flight(sd)) {
+		struct sched_rq *rq = disp(sd, now);
+
+		if (!rq) {
+			now = sched_next_event(sd) == SCHED_NS_NEVER ? now + MS : sched_next_event(sd);
+			continue;
+		}
+		done(sd, rq, now);
+	}
+	sched_destroy(sd);
+}
+
+Test(sched_core, deadline_prefers_reads_and_sorts_batches)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_DEADLINE, true);
+	struct sched_rq w[3], rd[3];
+	uint64_t offs[3] = { 30 * MIB, 10 * MIB, 20 * MIB };
+	struct sched_rq *rq;
+
+	for (int i = 0; i < 3; i++) {
+		mk(&w[i], 100 + (uint64_t)i, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 1, offs[i],
+		   4 * KIB);
+		enq(sd, &w[i], 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		mk(&rd[i], (uint64_t)i, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, offs[i], 4 * KIB);
+		enq(sd, &rd[i], 0);
+	}
+	/* a read batch starts at the oldest read, then goes up in offset order */
+	cr_assert_eq(disp(sd, 1), &rd[0]); /* 30 MiB: nothing after it -> back to the FIFO */
+	cr_assert_eq(disp(sd, 1), &rd[1]);
+	cr_assert_eq(disp(sd, 1), &rd[2]);
+	/* reads done: writes, from the oldest, then sorted */
+	cr_assert_eq(disp(sd, 1), &w[0]);
+	cr_assert_eq(disp(sd, 1), &w[1]);
+	cr_assert_eq(disp(sd, 1), &w[2]);
+	cr_assert_null(disp(sd, 1));
+	cr_assert_eq(sched_next_event(sd), SCHED_NS_NEVER);
+	for (int i = 0; i < 3; i++) {
+		done(sd, &w[i], 2);
+		done(sd, &rd[i], 2);
+	}
+	/* writes_starved: after 2 read batches with writes waiting, a write batch */
+	cr_assert_eq(sched_tunable_set(sd, "fifo_batch", 1), 0);
+	mk(&w[0], 100, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 1, 0, 4 * KIB);
+	enq(sd, &w[0], 3);
+	for (int i = 0; i < 3; i++) {
+		mk(&rd[i], (uint64_t)i, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1 + (uint64_t)i, 0,
+		   4 * KIB);
+		enq(sd, &rd[i], 3);
+	}
+	cr_assert_eq(disp(sd, 4)->op, SCHED_OP_READ);
+	cr_assert_eq(disp(sd, 4)->op, SCHED_OP_READ);
+	rq = disp(sd, 4);
+	cr_assert_eq(rq, &w[0], "the write was starved twice");
+	cr_assert_eq(disp(sd, 4)->op, SCHED_OP_READ);
+	for (int i = 0; i < 3; i++)
+		done(sd, &rd[i], 5);
+	done(sd, &w[0], 5);
+	sched_destroy(sd);
+}
+
+Test(sched_core, deadline_expired_read_restarts_batch_from_fifo)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_DEADLINE, true);
+	struct sched_rq old, r[20];
+
+	mk(&old, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	enq(sd, &old, 0);
+	for (int i = 0; i < 20; i++) {
+		mk(&r[i], 2 + (uint64_t)i, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1,
+		   (uint64_t)(i + 1) * MIB, 4 * KIB);
+		enq(sd, &r[i], 1 * MS);
+	}
+	cr_assert_eq(disp(sd, 1 * MS), &old);
+	done(sd, &old, 2 * MS);
+	for (int i = 0; i < 20; i++) {
+		struct sched_rq *rq = disp(sd, 2 * MS);
+
+		cr_assert_eq(rq, &r[i], "offset order");
+		done(sd, rq, 3 * MS);
+	}
+	sched_destroy(sd);
+}
+
+Test(sched_core, noop_is_fifo_with_back_merge_only)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_NOOP, true);
+	struct sched_rq r[4];
+
+	mk(&r[0], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 8 * KIB, 4 * KIB);
+	mk(&r[1], 2, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	mk(&r[2], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 12 * KIB, 4 * KIB); /* back */
+	mk(&r[3], 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 4 * KIB, 4 * KIB);	 /* front: no */
+	for (int i = 0; i < 4; i++)
+		enq(sd, &r[i], (sched_ns)i);
+	cr_assert_eq(r[0].nr_merged, 1);
+	cr_assert_eq(r[3].nr_merged, 0);
+	cr_assert_eq(disp(sd, 5), &r[0]);
+	cr_assert_eq(disp(sd, 5), &r[1]);
+	cr_assert_eq(disp(sd, 5), &r[3]);
+	cr_assert_null(disp(sd, 5));
+	done(sd, &r[0], 6);
+	done(sd, &r[1], 6);
+	done(sd, &r[3], 6);
+	sched_destroy(sd);
+}
+
+Test(sched_core, switch_keeps_queued_requests_in_arrival_order)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq r[6], *inflight;
+	uint64_t offs[6] = { 5, 1, 4, 2, 3, 0 };
+
+	for (int i = 0; i < 6; i++) {
+		mk(&r[i], 1 + (uint64_t)(i % 2), 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1,
+		   offs[i] * MIB, 4 * KIB);
+		enq(sd, &r[i], (sched_ns)i);
+	}
+	inflight = disp(sd, 10);
+	cr_assert_not_null(inflight);
+	cr_assert_eq(sched_switch(sd, SCHED_POLICY_NOOP, 11), 0);
+	check(sd);
+	cr_assert_eq(sched_policy(sd), SCHED_POLICY_NOOP);
+	cr_assert_eq(sched_nr_queued(sd), 5);
+	for (int i = 0; i < 6; i++) {
+		struct sched_rq *rq;
+
+		if (&r[i] == inflight)
+			continue;
+		rq = disp(sd, 12);
+		cr_assert_eq(rq, &r[i], "arrival order after the switch");
+		done(sd, rq, 13);
+	}
+	done(sd, inflight, 14); /* dispatched by CFQ, completed under noop */
+	cr_assert_eq(sched_switch(sd, SCHED_POLICY_DEADLINE, 15), 0);
+	cr_assert_eq(sched_switch(sd, SCHED_POLICY_CFQ, 16), 0);
+	check(sd);
+	cr_assert_eq(sched_switch(sd, (enum sched_policy)9, 17), -EINVAL);
+	sched_destroy(sd);
+}
+
+static void count_queue(void *arg, const struct sched_queue_info *qi)
+{
+	uint64_t *last = arg;
+
+	cr_assert(qi->queue_key >= last[0], "foreach order");
+	last[0] = qi->queue_key;
+	last[1]++;
+}
+
+Test(sched_core, foreach_queue_in_key_order)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq r[5];
+	uint64_t keys[5] = { 50, 10, 40, 20, 30 }, acc[2] = { 0, 0 };
+	struct sched_info info;
+
+	for (int i = 0; i < 5; i++) {
+		mk(&r[i], keys[i], 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, (uint64_t)i * MIB,
+		   4 * KIB);
+		enq(sd, &r[i], 0);
+	}
+	sched_foreach_queue(sd, count_queue, acc);
+	cr_assert_eq(acc[1], 5);
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.nr_queues, 5);
+	cr_assert_eq(info.queued, 5);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(sched_cancel(sd, &r[i], 1), 0);
+	check(sd);
+	sched_destroy(sd);
+}
+
+Test(sched_core, hist_buckets_and_percentiles)
+{
+	struct sched_hist h;
+
+	memset(&h, 0, sizeof(h));
+	cr_assert_eq(sched_hist_bucket_lo(0), 0);
+	cr_assert_eq(sched_hist_bucket_lo(1), 1000);
+	cr_assert_eq(sched_hist_bucket_lo(2), 1250);
+	cr_assert_eq(sched_hist_bucket_lo(5), 2000);
+	for (unsigned i = 1; i < SCHED_HIST_BUCKETS; i++)
+		cr_assert(sched_hist_bucket_lo(i) > sched_hist_bucket_lo(i - 1));
+	cr_assert_eq(sched_hist_percentile(&h, 500), 0);
+	/* 90 samples in [1 ms, 1.25 ms), 10 at 8 ms */
+	h.count[1 + 10 * 4 - 1] = 0;
+	for (unsigned i = 0; i < SCHED_HIST_BUCKETS; i++)
+		if (sched_hist_bucket_lo(i) <= 1000000 && sched_hist_bucket_lo(i + 1) > 1000000)
+			h.count[i] = 90;
+	for (unsigned i = 0; i < SCHED_HIST_BUCKETS; i++)
+		if (sched_hist_bucket_lo(i) <= 8000000 && sched_hist_bucket_lo(i + 1) > 8000000)
+			h.count[i] = 10;
+	h.total = 100;
+	h.max = 8000000;
+	h.sum = 90 * 1000000ull + 10 * 8000000ull;
+	cr_assert(sched_hist_percentile(&h, 500) > 1000000);
+	cr_assert(sched_hist_percentile(&h, 500) <= 1250000);
+	cr_assert_eq(sched_hist_percentile(&h, 990), 8000000); /* clamped to max */
+	cr_assert_eq(sched_hist_percentile(&h, 900), sched_hist_percentile(&h, 500));
+}
+
+Test(sched_core, latency_histogram_fills_from_completions)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_NOOP, true);
+	struct sched_rq r;
+	struct sched_stats st;
+
+	mk(&r, 1, 0, SCHED_CLASS_BE, SCHED_OP_READ, 0, 1, 0, 4 * KIB);
+	enq(sd, &r, 0);
+	done(sd, disp(sd, 0), 3 * MS);
+	cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+	cr_assert_eq(st.latency.total, 1);
+	cr_assert_eq(st.latency.max, 3 * MS);
+	cr_assert(sched_hist_percentile(&st.latency, 500) >= 3 * MS);
+	cr_assert(sched_hist_percentile(&st.latency, 500) <= 3 * MS);
+	sched_destroy(sd);
+}

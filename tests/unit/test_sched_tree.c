@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of sched_tree: order by (key, seq), cached leftmost, floor/ceil, invariants. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "sched_tree.h"
+
+struct item {
+	struct sched_rb_node node;
+	uint64_t key;
+	uint64_t seq;
+	bool in;
+};
+
+static int item_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
+{
+	const struct item *x = sched_container_of(a, struct item, node);
+	const struct item *y = sched_container_of(b, struct item, node);
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return 0;
+}
+
+static int key_cmp(const void *k, const struct sched_rb_node *n)
+{
+	uint64_t key = *(const uint64_t *)k;
+	const struct item *y = sched_container_of(n, struct item, node);
+
+	return key < y->key ? -1 : key > y->key ? 1 : 0;
+}
+
+static uint64_t rng(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void check(const struct sched_tree *t)
+{
+	char buf[200];
+
+	cr_assert_eq(sched_tree_check(t, item_cmp, buf, sizeof(buf)), 0, "%s", buf);
+}
+
+Test(sched_tree, empty_tree)
+{
+	struct sched_tree t;
+
+	sched_tree_init(&t);
+	check(&t);
+	cr_assert(sched_tree_empty(&t));
+	cr_assert_null(sched_tree_first(&t));
+	cr_assert_null(sched_tree_last(&t));
+}
+
+Test(sched_tree, ties_break_by_seq_in_insertion_order)
+{
+	struct sched_tree t;
+	struct item it[10];
+	struct sched_rb_node *n;
+	uint64_t expect = 0;
+
+	sched_tree_init(&t);
+	for (int i = 9; i >= 0; i--) {
+		it[i] = (struct item){ .key = 7, .seq = (uint64_t)i };
+		sched_tree_insert(&t, &it[i].node, item_cmp);
+		check(&t);
+	}
+	for (n = sched_tree_first(&t); n; n = sched_tree_next(n))
+		cr_assert_eq(sched_container_of(n, struct item, node)->seq, expect++);
+	cr_assert_eq(expect, 10);
+}
+
+Test(sched_tree, random_insert_erase_keeps_order_and_leftmost)
+{
+	enum { N = 2000 };
+	static struct item it[N];
+	struct sched_tree t;
+	uint64_t s = 42;
+	size_t count = 0;
+
+	sched_tree_init(&t);
+	for (int round = 0; round < 6 * N; round++) {
+		struct item *x = &it[rng(&s) % N];
+
+		if (x->in) {
+			sched_tree_erase(&t, &x->node);
+			cr_assert_not(sched_tree_node_linked(&x->node));
+			x->in = false;
+			count--;
+		} else {
+			x->key = rng(&s) % 500;
+			x->seq = (uint64_t)round;
+			sched_tree_insert(&t, &x->node, item_cmp);
+			x->in = true;
+			count++;
+		}
+		cr_assert_eq(t.count, count);
+		if (round % 97 == 0)
+			check(&t);
+	}
+	check(&t);
+	/* leftmost is the minimum; prev/next walk agrees both ways */
+	if (count) {
+		struct sched_rb_node *n = sched_tree_last(&t);
+		size_t back = 0;
+
+		for (; n; n = sched_tree_prev(n))
+			back++;
+		cr_assert_eq(back, count);
+	}
+}
+
+Test(sched_tree, floor_and_ceil)
+{
+	struct sched_tree t;
+	struct item it[5];
+	uint64_t keys[5] = { 10, 20, 30, 40, 50 }, k;
+	struct sched_rb_node *n;
+
+	sched_tree_init(&t);
+	for (int i = 0; i < 5; i++) {
+		it[i] = (struct item){ .key = keys[i], .seq = (uint64_t)i };
+		sched_tree_insert(&t, &it[i].node, item_cmp);
+	}
+	k = 25;
+	n = sched_tree_floor(&t, &k, key_cmp);
+	cr_assert_eq(sched_container_of(n, struct item, node)->key, 20);
+	n = sched_tree_ceil(&t, &k, key_cmp);
+	cr_assert_eq(sched_container_of(n, struct item, node)->key, 30);
+	k = 30;
+	cr_assert_eq(sched_container_of(sched_tree_floor(&t, &k, key_cmp), struct item, node)->key,
+		     30);
+	cr_assert_eq(sched_container_of(sched_tree_ceil(&t, &k, key_cmp), struct item, node)->key,
+		     30);
+	k = 5;
+	cr_assert_null(sched_tree_floor(&t, &k, key_cmp));
+	k = 55;
+	cr_assert_null(sched_tree_ceil(&t, &k, key_cmp));
+	sched_tree_erase(&t, &it[0].node);
+	check(&t);
+	cr_assert_eq(sched_container_of(sched_tree_first(&t), struct item, node)->key, 20);
+}
+
+Test(sched_tree, check_detects_broken_order)
+{
+	struct sched_tree t;
+	struct item it[3];
+	char buf[200];
+
+	sched_tree_init(&t);
+	for (int i = 0; i < 3; i++) {
+		it[i] = (struct item){ .key = (uint64_t)i * 10, .seq = (uint64_t)i };
+		sched_tree_insert(&t, &it[i].node, item_cmp);
+	}
+	it[0].key = 100; /* corrupt the order behind the tree's back */
+	cr_assert_neq(sched_tree_check(&t, item_cmp, buf, sizeof(buf)), 0);
+}
