@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,6 +45,11 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 		rc = -ENOMEM;
 		goto out;
 	}
+	rc = -pthread_mutex_init(&fs->handles_lock, NULL);
+	if (rc) {
+		free(fs);
+		goto out;
+	}
 	fs->opts = *opts;
 	fs->opts.source = strdup(opts->source);
 	fs->opts.ctl_dir = strdup(opts->ctl_dir ? opts->ctl_dir : "");
@@ -57,6 +63,11 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 		goto out_free;
 	}
 	fs->ex = ex;
+	fs->locks = pt__locks_create();
+	if (!fs->locks) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
 	rc = save_groups(fs);
 	if (rc)
 		goto out_free;
@@ -74,19 +85,96 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 	return fs;
 
 out_free:
+	pt__locks_destroy(fs->locks);
 	free(fs->groups);
 	free((char *)fs->opts.source);
 	free((char *)fs->opts.ctl_dir);
+	pthread_mutex_destroy(&fs->handles_lock);
 	free(fs);
 out:
 	*err = rc;
 	return NULL;
 }
 
+void pt__file_link(struct pt_fs *fs, struct pt_file *pf)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	pf->prev = NULL;
+	pf->next = fs->files;
+	if (fs->files)
+		fs->files->prev = pf;
+	fs->files = pf;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	if (pf->prev)
+		pf->prev->next = pf->next;
+	else
+		fs->files = pf->next;
+	if (pf->next)
+		pf->next->prev = pf->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void pt__dir_link(struct pt_fs *fs, struct pt_dir *d)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	d->prev = NULL;
+	d->next = fs->dirs;
+	if (fs->dirs)
+		fs->dirs->prev = d;
+	fs->dirs = d;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void pt__dir_unlink(struct pt_fs *fs, struct pt_dir *d)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		fs->dirs = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+/* Frees handles the kernel never released. No request may be running. */
+static void free_handles(struct pt_fs *fs)
+{
+	size_t nf = 0, nd = 0;
+
+	while (fs->files) {
+		struct pt_file *pf = fs->files;
+
+		fs->files = pf->next;
+		close(pf->fd);
+		free(pf);
+		nf++;
+	}
+	while (fs->dirs) {
+		struct pt_dir *d = fs->dirs;
+
+		fs->dirs = d->next;
+		closedir(d->dp);
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+		nd++;
+	}
+	if (nf || nd)
+		LOG_DEBUG("freed %zu file and %zu directory handles never released", nf, nd);
+}
+
 void pt_destroy(struct pt_fs *fs)
 {
 	if (!fs)
 		return;
+	free_handles(fs);
+	pthread_mutex_destroy(&fs->handles_lock);
+	pt__locks_destroy(fs->locks);
 	pt_itable_destroy(fs->it);
 	free(fs->groups);
 	free((char *)fs->opts.source);
@@ -130,8 +218,8 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 	fs->flock_locks = (conn->want & FUSE_CAP_FLOCK_LOCKS) != 0;
 	if (fs->opts.writeback_cache && !fs->writeback)
 		LOG_WARN("kernel refused the writeback cache; continuing without it");
-	LOG_INFO("fuse: proto %u.%u, max_write %u, want 0x%x", conn->proto_major,
-		 conn->proto_minor, conn->max_write, conn->want);
+	LOG_INFO("fuse: proto %u.%u, max_write %u, capable 0x%x, want 0x%x", conn->proto_major,
+		 conn->proto_minor, conn->max_write, conn->capable, conn->want);
 }
 
 void pt__destroy(void *userdata)

@@ -52,9 +52,11 @@ void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	d->is_root = in->nodeid == FUSE_ROOT_ID;
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->cache_readdir = fs->opts.kernel_cache;
+	pt__dir_link(fs, d);
 	pt_inode_put(fs->it, in);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* Interrupted: the kernel will not send releasedir for it. */
+		pt__dir_unlink(fs, d);
 		closedir(d->dp);
 		pthread_mutex_destroy(&d->lock);
 		free(d);
@@ -201,6 +203,7 @@ void pt__releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct pt_dir *d = pt__dir(fi);
 
 	(void)ino;
+	pt__dir_unlink(pt__fs(req), d);
 	closedir(d->dp);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

@@ -3,12 +3,13 @@
  * pt_i.h - internals shared by the pt_*.c files (passthrough filesystem). Never include this
  * from outside fs/pt_*.c; the contract for the rest of the daemon is pt.h.
  *
- * Files: pt.c (create/destroy, init), pt_ops.c (entries, attributes, files, locks, the
- * ops table), pt_dir.c (directory handles), pt_xattr.c (extended attributes), pt_cred.c (acting
+ * Files: pt.c (create/destroy, init), pt_ops.c (entries, attributes, files, the ops
+ * table), pt_lock.c (POSIX record locks), pt_dir.c (directory handles), pt_xattr.c (extended attributes), pt_cred.c (acting
  * as the caller when creating), pt_ctl.c (control directory hook), pt_inode.c (inode table).
  *
  * Locks, in order (each is a leaf with respect to the ones below it):
  *     struct pt_dir.lock  ->  pt_itable lock (pt_inode.h)
+ *     pt_locks lock (pt_lock.c), fs->handles_lock: leaves, never held with the others
  * The executor lock (executor.h) is never taken while holding either.
  */
 #ifndef CFQFS_PT_I_H
@@ -46,6 +47,12 @@ struct pt_fs {
 	bool writeback;		 /* FUSE_CAP_WRITEBACK_CACHE negotiated; written by init only */
 	bool posix_locks;	 /* FUSE_CAP_POSIX_LOCKS negotiated; written by init only */
 	bool flock_locks;	 /* FUSE_CAP_FLOCK_LOCKS negotiated; written by init only */
+	struct pt_locks *locks;	 /* POSIX lock owners (pt_lock.c); own lock */
+	/* Open handles, so that pt_destroy() can free those whose RELEASE never came (unmount
+	 * may win the race against the kernel's asynchronous release). */
+	pthread_mutex_t handles_lock;	/* protects the two lists and the handles' links */
+	struct pt_file *files;		/* open files; protected by handles_lock */
+	struct pt_dir *dirs;		/* open directories; protected by handles_lock */
 };
 
 /*
@@ -56,8 +63,11 @@ struct pt_fs {
 struct pt_file {
 	int fd;			  /* backing fd, opened with the (adjusted) open flags */
 	int flags;		  /* flags as the kernel sent them (before our adjustments) */
+	dev_t dev;		  /* backing st_dev (POSIX lock owners are per backing file) */
+	ino_t ino;		  /* backing st_ino */
 	uint64_t file_id;	  /* scheduler file identity */
 	struct exec_tag opener;	  /* classification of the opener, for pid-0 requests */
+	struct pt_file *prev, *next; /* fs->files list; protected by fs->handles_lock */
 };
 
 /* An open directory (fi->fh). */
@@ -67,6 +77,7 @@ struct pt_dir {
 	struct dirent *pending;	  /* entry read but not yet returned (buffer full); by lock */
 	off_t offset;		  /* offset the next returned entry follows; protected by lock */
 	bool is_root;		  /* directory is SOURCE (ctl_dir hiding); immutable */
+	struct pt_dir *prev, *next; /* fs->dirs list; protected by fs->handles_lock */
 };
 
 /* Saved credentials of one switch to the caller (pt_cred.c). */
@@ -91,6 +102,12 @@ static inline struct pt_dir *pt__dir(const struct fuse_file_info *fi)
 {
 	return (struct pt_dir *)(uintptr_t)fi->fh;
 }
+
+/* Handle registry: link on open (before replying), unlink on release. Cannot fail. */
+void pt__file_link(struct pt_fs *fs, struct pt_file *pf);
+void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf);
+void pt__dir_link(struct pt_fs *fs, struct pt_dir *d);
+void pt__dir_unlink(struct pt_fs *fs, struct pt_dir *d);
 
 /* Formats "/proc/self/fd/N" into buf (at least 32 bytes). Cannot fail. */
 void pt__proc_path(char *buf, size_t size, int fd);
@@ -126,6 +143,18 @@ void pt__cred_leave(struct pt_fs *fs, struct pt_cred *c);
  * and a kernel reference taken, or -errno. TODO(lead): serve .cfqfs/; today it answers -ENOENT.
  */
 int pt_ctl_lookup(struct pt_fs *fs, fuse_req_t req, struct fuse_entry_param *e);
+
+/* POSIX lock owners (pt_lock.c). create returns NULL on allocation failure; destroy closes
+ * every owner's description. */
+struct pt_locks;
+struct pt_locks *pt__locks_create(void);
+void pt__locks_destroy(struct pt_locks *tab);
+/* Drops every lock `owner` holds on the handle's file (POSIX: any close() by the owner). Cannot
+ * fail. Takes the owner table lock. */
+void pt__locks_flush(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner);
+void pt__getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
+void pt__setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+	       int sleep);
 
 /* Session callbacks in pt.c. */
 void pt__init(void *userdata, struct fuse_conn_info *conn);

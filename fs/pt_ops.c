@@ -111,7 +111,7 @@ static void set_open_flags(const struct pt_fs *fs, struct fuse_file_info *fi)
 	fi->keep_cache = fs->opts.kernel_cache && !fs->opts.direct_io;
 }
 
-static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, uint64_t file_id)
+static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, dev_t dev, ino_t ino)
 {
 	struct pt_file *pf = calloc(1, sizeof(*pf));
 
@@ -119,8 +119,10 @@ static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, uint64
 		return NULL;
 	pf->fd = fd;
 	pf->flags = kernel_flags;
-	pf->file_id = file_id;
-	pt_classify_open(req, file_id, kernel_flags, &pf->opener);
+	pf->dev = dev;
+	pf->ino = ino;
+	pf->file_id = pt_inode_file_id(dev, ino);
+	pt_classify_open(req, pf->file_id, kernel_flags, &pf->opener);
 	return pf;
 }
 
@@ -634,7 +636,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -errno;
 		goto out_put;
 	}
-	pf = file_new(req, fd, fi->flags, in->file_id);
+	pf = file_new(req, fd, fi->flags, in->dev, in->ino);
 	if (!pf) {
 		close(fd);
 		rc = -ENOMEM;
@@ -642,6 +644,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uint64_t)(uintptr_t)pf;
 	set_open_flags(fs, fi);
+	pt__file_link(fs, pf);
 out_put:
 	pt_inode_put(fs->it, in);
 	if (rc) {
@@ -649,8 +652,10 @@ out_put:
 		return;
 	}
 	/* The kernel no longer waits (interrupted open): it will never release this handle. */
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		pt__file_unlink(fs, pf);
 		file_free(pf);
+	}
 }
 
 static int do_create(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
@@ -700,7 +705,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	rc = pt__lookup_entry(fs, req, dir, name, &e);
 	if (rc)
 		goto out_close;
-	pf = file_new(req, fd, fi->flags, pt_inode_file_id(e.attr.st_dev, e.attr.st_ino));
+	pf = file_new(req, fd, fi->flags, e.attr.st_dev, e.attr.st_ino);
 	if (!pf) {
 		rc = -ENOMEM;
 		pt_inode_forget(fs->it, e.ino, 1);
@@ -708,6 +713,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	fi->fh = (uint64_t)(uintptr_t)pf;
 	set_open_flags(fs, fi);
+	pt__file_link(fs, pf);
 	goto out_put;
 
 out_close:
@@ -720,6 +726,7 @@ out_put:
 	}
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		pt_inode_forget(fs->it, e.ino, 1);
+		pt__file_unlink(fs, pf);
 		file_free(pf);
 	}
 }
@@ -758,12 +765,16 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct pt_fs *fs = pt__fs(req);
 	int fd, rc = 0;
 
 	(void)ino;
+	/* Every close(2) sends FLUSH with the closing process as lock owner: POSIX drops that
+	 * process's record locks on the file, whichever descriptor it closes. */
+	if (fs->posix_locks)
+		pt__locks_flush(fs, pt__file(fi), fi->lock_owner);
 	/* close(2) of a duplicate reports the backing filesystem's close-time errors (NFS
-	 * write-back) at the caller's close, as a local file would; OFD locks are untouched
-	 * because the handle's own fd stays open. */
+	 * write-back) at the caller's close, as a local file would. */
 	fd = dup(pt__file(fi)->fd);
 	if (fd == -1 || close(fd) == -1)
 		rc = -errno;
@@ -773,7 +784,8 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	/* Closing the fd also drops the handle's OFD and flock locks. */
+	pt__file_unlink(pt__fs(req), pt__file(fi));
+	/* Closing the fd also drops the handle's flock locks. */
 	file_free(pt__file(fi));
 	fuse_reply_err(req, 0);
 }
@@ -831,38 +843,6 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 /* ---------------------------------------------------------------------------------------- */
 /* Locks                                                                                     */
 
-/*
- * POSIX record locks are mapped to open-file-description (OFD) locks on the handle's fd. The
- * differences from true POSIX semantics: the owner is the FUSE handle, not the process, so
- * (a) two handles opened by one process conflict with each other, (b) processes sharing one
- * handle (fork after open) do not conflict, and (c) locks go away at release (last close of
- * the handle), not at the owner's first close. Blocking requests (F_SETLKW) wait on the
- * session thread; this needs the multi-threaded loop, and more waiters than loop threads
- * could stall the mount. An interrupted waiter is not woken (no FUSE interrupt handling).
- */
-static void ll_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		     struct flock *lock)
-{
-	(void)ino;
-	lock->l_pid = 0; /* required by OFD lock commands */
-	if (fcntl(pt__file(fi)->fd, F_OFD_GETLK, lock) == -1)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_lock(req, lock);
-}
-
-static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		     struct flock *lock, int sleep)
-{
-	int rc = 0;
-
-	(void)ino;
-	lock->l_pid = 0;
-	if (fcntl(pt__file(fi)->fd, sleep ? F_OFD_SETLKW : F_OFD_SETLK, lock) == -1)
-		rc = -errno;
-	reply_err(req, rc);
-}
-
 static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
 	int rc = 0;
@@ -915,8 +895,8 @@ static const struct fuse_lowlevel_ops pt_ops_table = {
 	.fallocate = ll_fallocate,
 	.lseek = ll_lseek,
 	.copy_file_range = ll_copy_file_range,
-	.getlk = ll_getlk,
-	.setlk = ll_setlk,
+	.getlk = pt__getlk,
+	.setlk = pt__setlk,
 	.flock = ll_flock,
 };
 
