@@ -494,10 +494,10 @@ static struct sched_queue *queue_get(struct sched *sd, struct sched_group *g, ui
 			list_init(&q->lru_node);
 			list_add_tail(&sd->all_queues, &q->all_node);
 			sd->nr_queue_objs++;
-			if (sd->nr_queue_objs > sd->hash_mask + 1)
-				queue_hash_grow(sd);
 		}
 		queue_reset(sd, q, g, key, sync, ioclass, level, now);
+		if (sd->nr_queue_objs > sd->hash_mask + 1)
+			queue_hash_grow(sd);
 	}
 	if (!q->live) {
 		list_del(&q->lru_node);

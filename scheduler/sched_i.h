@@ -313,8 +313,8 @@ struct sched_queue {
 	struct sched_queue *scratch;   /* sched_foreach_queue() sort link */
 	uint32_t nr_queued;	       /* [requests] queued, merged members included */
 	uint32_t nr_in_flight;	       /* [I/Os] dispatched chain heads not completed */
-	struct sched_stats stats;
-	struct cfq_queue cfq;
+	struct cfq_queue cfq;	       /* hot policy state next to the identity ... */
+	struct sched_stats stats;      /* ... the big, colder histogram last */
 };
 
 struct sched_group {
