@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -29,6 +30,19 @@ static int save_groups(struct pt_fs *fs)
 		return -errno;
 	fs->ngroups = n;
 	return 0;
+}
+
+/* The inode table holds one O_PATH fd per inode the kernel caches, so a big tree walk can
+ * exhaust the usual soft limit (1024): raise it to the hard limit. Best effort. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		LOG_DEBUG("RLIMIT_NOFILE raised to %llu", (unsigned long long)rl.rlim_cur);
 }
 
 struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int *err)
@@ -82,6 +96,7 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 		goto out_free;
 	/* Only root can act as another user; otherwise everything is created as ourselves. */
 	fs->as_caller = geteuid() == 0;
+	raise_fd_limit();
 	return fs;
 
 out_free:
