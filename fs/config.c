@@ -186,44 +186,41 @@ static const struct {
 
 /* A tunable is valid if some policy knows the name and accepts the value; it is applied to
  * whichever policy is active (and again after a switch). */
+/* The tunable named `name` in any policy (first match), or NULL. */
+static const struct sched_tunable_desc *find_tunable(const char *name)
+{
+	for (int p = 0; p < SCHED_POLICY_COUNT; p++)
+		for (const struct sched_tunable_desc *d = sched_tunables((enum sched_policy)p);
+		     d->name; d++)
+			if (!strcmp(d->name, name))
+				return d;
+	return NULL;
+}
+
+/* A tunable is valid if some policy knows the name and accepts the value; it is applied to
+ * whichever policy is active (and again after a switch). -ENOENT if no policy knows it. */
 static int set_tunable(struct cfqfs_config *c, const char *name, const char *v, char *err,
 		       size_t errlen)
 {
-	bool known = false;
+	const struct sched_tunable_desc *d = find_tunable(name);
+	bool b;
 	int64_t x;
 	int p;
 
-	errno = 0;
-	char *end;
-	x = strtoll(v, &end, 0);
-	if (errno || end == v || *end != '\0') {
-		if (!strcasecmp(v, "true") || !strcasecmp(v, "false"))
-			x = !strcasecmp(v, "true");
-		else {
-			seterr(err, errlen, "expected an integer, got \"%s\"", v);
-			return -EINVAL;
-		}
-	}
-	for (p = 0; p < SCHED_POLICY_COUNT; p++) {
-		int r = sched_tunable_validate((enum sched_policy)p, name, x);
-		if (r == 0)
-			goto ok;
-		if (r == -EINVAL)
-			known = true;
-	}
-	if (!known)
+	if (!d)
 		return -ENOENT;
-	for (p = 0; p < SCHED_POLICY_COUNT; p++) {
-		const struct sched_tunable_desc *d = sched_tunables((enum sched_policy)p);
-		for (; d->name; d++)
-			if (!strcmp(d->name, name)) {
-				seterr(err, errlen, "%lld is out of range [%lld, %lld] %s",
-				       (long long)x, (long long)d->min, (long long)d->max, d->unit);
-				return -EINVAL;
-			}
+	if (parse_bool(v, &b, NULL, 0) == 0 && strcmp(v, "0") && strcmp(v, "1"))
+		x = b; /* low_latency = true */
+	else if (parse_int(v, INT64_MIN, INT64_MAX, &x, err, errlen) < 0)
+		return -EINVAL;
+	for (p = 0; p < SCHED_POLICY_COUNT; p++)
+		if (sched_tunable_validate((enum sched_policy)p, name, x) == 0)
+			break;
+	if (p == SCHED_POLICY_COUNT) {
+		seterr(err, errlen, "%lld is out of range [%lld, %lld] %s", (long long)x,
+		       (long long)d->min, (long long)d->max, d->unit);
+		return -EINVAL;
 	}
-	return -EINVAL;
-ok:
 	for (unsigned i = 0; i < c->nr_tunables; i++)
 		if (!strcmp(c->tunables[i].name, name)) {
 			c->tunables[i].value = x;

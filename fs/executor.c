@@ -36,6 +36,7 @@
 
 enum er_state {
 	ER_FREE = 0,	/* in the pool */
+	ER_NEW,		/* being built by the submitting thread */
 	ER_QUEUED,	/* in the scheduler, may be cancelled */
 	ER_RUNNING,	/* dispatched (or merged into a dispatched chain) */
 };
@@ -301,6 +302,8 @@ static void on_interrupt(fuse_req_t req, void *data)
 	pthread_mutex_unlock(&ex->lock);
 }
 
+static void er_fail(struct executor *ex, struct exec_req *er, int err);
+
 static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_op op, bool sync,
 		    uint64_t off, uint64_t len)
 {
@@ -317,13 +320,16 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
 }
 
 /*
- * Enqueues a filled record and registers the interrupt callback. On failure the request is
- * answered here with the error and the record recycled.
+ * Enqueues a filled record. The interrupt callback is registered first: once the request is
+ * queued a worker may answer it at any moment, after which `er->req` must not be touched. An
+ * interrupt that arrives before the enqueue finds the record ER_NEW and is ignored (the request
+ * is then served normally). On failure the request is answered here and the record recycled.
  */
 static void submit(struct executor *ex, struct exec_req *er)
 {
 	int err;
 
+	fuse_req_interrupt_func(er->req, on_interrupt, er);
 	pthread_mutex_lock(&ex->lock);
 	err = ex->stopping ? -ESHUTDOWN : sched_enqueue(ex->sd, &er->rq, clk_now());
 	if (err == 0) {
@@ -333,14 +339,8 @@ static void submit(struct executor *ex, struct exec_req *er)
 	pthread_mutex_unlock(&ex->lock);
 	if (err) {
 		LOG_WARN("cannot queue a request: %s", strerror(-err));
-		fuse_reply_err(er->req, err == -ESHUTDOWN ? EIO : -err);
-		pthread_mutex_lock(&ex->lock);
-		er_put(ex, er);
-		pthread_mutex_unlock(&ex->lock);
-		return;
+		er_fail(ex, er, err == -ESHUTDOWN ? EIO : -err);
 	}
-	/* After enqueue: if the caller is already interrupted, libfuse calls back right away. */
-	fuse_req_interrupt_func(er->req, on_interrupt, er);
 }
 
 static struct exec_req *er_new(struct executor *ex, fuse_req_t req, int fd)
@@ -349,8 +349,11 @@ static struct exec_req *er_new(struct executor *ex, fuse_req_t req, int fd)
 
 	pthread_mutex_lock(&ex->lock);
 	er = er_get(ex);
-	if (er)
-		er->req = req; /* under the lock: a stale interrupt callback may compare it */
+	if (er) {
+		/* Under the lock: a stale interrupt callback may compare these. */
+		er->req = req;
+		er->state = ER_NEW;
+	}
 	pthread_mutex_unlock(&ex->lock);
 	if (!er) {
 		fuse_reply_err(req, ENOMEM);

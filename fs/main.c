@@ -95,11 +95,10 @@ struct cmdline {
 	char *fuse_opts[MAX_FUSE_OPTS];
 };
 
-static int die_usage(const char *fmt, const char *arg)
+/* One line on stderr: "cfqfs: WHAT ARG (see cfqfs --help)"; returns status 1. */
+static int die_usage(const char *what, const char *arg)
 {
-	fprintf(stderr, "cfqfs: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, " (see cfqfs --help)\n");
+	fprintf(stderr, "cfqfs: %s%s%s (see cfqfs --help)\n", what, arg ? " " : "", arg ? arg : "");
 	return 1;
 }
 
@@ -185,16 +184,16 @@ static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 				cl->single_thread = true;
 			} else if (!strcmp(a, "-c") || !strcmp(a, "-o")) {
 				if (i + 1 >= argc)
-					return die_usage("option %s needs an argument", a);
+					return die_usage("missing argument to option", a);
 				if (a[1] == 'c')
 					cl->config_file = argv[++i];
 				else if (add_opts(cl, argv[++i]) < 0)
-					return die_usage("too many or unreadable options in -o %s", argv[i]);
+					return die_usage("too many or unreadable options in -o", argv[i]);
 			} else if (!strncmp(a, "-o", 2)) {
 				if (add_opts(cl, a + 2) < 0)
-					return die_usage("too many or unreadable options in %s", a);
+					return die_usage("too many or unreadable options in", a);
 			} else {
-				return die_usage("unknown option %s", a);
+				return die_usage("unknown option", a);
 			}
 			continue;
 		}
@@ -203,12 +202,12 @@ static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 		else if (npos == 1)
 			cl->mountpoint = a;
 		else
-			return die_usage("unexpected argument %s", a);
+			return die_usage("unexpected argument", a);
 		npos++;
 	}
 	if (npos < 2)
-		return die_usage("%s", npos == 0 ? "missing SOURCE and MOUNTPOINT"
-						 : "missing MOUNTPOINT");
+		return die_usage(npos == 0 ? "missing SOURCE and MOUNTPOINT" : "missing MOUNTPOINT",
+				 NULL);
 	return 0;
 }
 

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of fs/config.c: the libconfig file, -o overrides, file:line errors. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static char path[64];
+
+static const char *write_conf(const char *text)
+{
+	snprintf(path, sizeof(path), "/tmp/cfqfs-test-conf.XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void cleanup(void)
+{
+	if (path[0])
+		unlink(path);
+}
+
+static int64_t tunable(const struct cfqfs_config *c, const char *name)
+{
+	for (unsigned i = 0; i < c->nr_tunables; i++)
+		if (!strcmp(c->tunables[i].name, name))
+			return c->tunables[i].value;
+	return -1;
+}
+
+TestSuite(config, .fini = cleanup);
+
+Test(config, defaults_are_cfq_depth8_auto_rotational)
+{
+	struct cfqfs_config c;
+
+	cfg_defaults(&c);
+	cr_assert_eq(c.policy, SCHED_POLICY_CFQ);
+	cr_assert_eq(c.depth, 8);
+	cr_assert_eq(c.rotational, -1);
+	cr_assert_str_eq(c.ctl_dir, ".cfqfs");
+	cr_assert_eq(c.nr_tunables, 0);
+}
+
+Test(config, file_sets_keys_and_tunables)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	write_conf("scheduler = \"deadline\";\ndepth = 4;\nrotational = false;\n"
+		   "ctl_dir = \"\";\ndirect_io = true;\nattr_timeout = 0.5;\n"
+		   "iosched = { slice_idle = 0; quantum = 16; read_expire = 250; };\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.policy, SCHED_POLICY_DEADLINE);
+	cr_assert_eq(c.depth, 4);
+	cr_assert_eq(c.rotational, 0);
+	cr_assert_str_eq(c.ctl_dir, "");
+	cr_assert(c.direct_io);
+	cr_assert_float_eq(c.attr_timeout, 0.5, 1e-9);
+	cr_assert_eq(tunable(&c, "slice_idle"), 0);
+	cr_assert_eq(tunable(&c, "quantum"), 16);
+	cr_assert_eq(tunable(&c, "read_expire"), 250);
+}
+
+Test(config, shipped_example_loads)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_eq(cfg_load_file(&c, CFQFS_SOURCE_DIR "/etc/cfqfs.conf", err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(c.policy, SCHED_POLICY_CFQ);
+	cr_assert_eq(tunable(&c, "slice_idle"), 8);
+}
+
+Test(config, unknown_key_names_file_line_and_key)
+{
+	struct cfqfs_config c, before;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	before = c;
+	write_conf("depth = 4;\n\nbogus_key = 3;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":3: bogus_key: unknown key"), "message was: %s", err);
+	cr_assert(strstr(err, path), "message lacks the file: %s", err);
+	cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "config changed on failure");
+}
+
+Test(config, out_of_range_and_wrong_type_are_errors_with_line)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	write_conf("depth = 0;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":1: depth:") && strstr(err, "out of range"), "%s", err);
+
+	write_conf("scheduler = \"bfq\";\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":1: scheduler:") && strstr(err, "bfq"), "%s", err);
+
+	write_conf("\ndirect_io = 7;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":2: direct_io:"), "%s", err);
+
+	write_conf("iosched = { slice_idle = -1; };\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":1: iosched.slice_idle:") && strstr(err, "out of range"), "%s",
+		  err);
+
+	write_conf("iosched = { no_such_tunable = 1; };\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "iosched.no_such_tunable"), "%s", err);
+}
+
+Test(config, syntax_error_reports_line)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	write_conf("depth = 4;\nscheduler = ;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":2:"), "%s", err);
+}
+
+Test(config, missing_file_is_enoent)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_eq(cfg_load_file(&c, "/nonexistent/cfqfs.conf", err, sizeof(err)), -ENOENT);
+	cr_assert(strstr(err, "/nonexistent/cfqfs.conf"), "%s", err);
+}
+
+Test(config, override_keys_tunables_and_unknown)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_eq(cfg_set(&c, "depth", "16", err, sizeof(err)), 0);
+	cr_assert_eq(c.depth, 16);
+	cr_assert_eq(cfg_set(&c, "slice_idle", "0", err, sizeof(err)), 0);
+	cr_assert_eq(tunable(&c, "slice_idle"), 0);
+	cr_assert_eq(cfg_set(&c, "slice_idle", "4", err, sizeof(err)), 0);
+	cr_assert_eq(tunable(&c, "slice_idle"), 4, "a later override must win");
+	cr_assert_eq(cfg_set(&c, "low_latency", "false", err, sizeof(err)), 0);
+	cr_assert_eq(tunable(&c, "low_latency"), 0);
+	/* Not ours: libfuse gets it, and no message is produced. */
+	err[0] = '\0';
+	cr_assert_eq(cfg_set(&c, "allow_other", "true", err, sizeof(err)), -ENOENT);
+	cr_assert_str_eq(err, "");
+	/* Ours but bad: a message naming the key. */
+	cr_assert_eq(cfg_set(&c, "depth", "many", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "depth") && strstr(err, "many"), "%s", err);
+	cr_assert_eq(c.depth, 16, "a failed override changed the config");
+	cr_assert_eq(cfg_set(&c, "quantum", "0", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "quantum"), "%s", err);
+	cr_assert_eq(cfg_set(&c, "ctl_dir", "a/b", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(cfg_set(&c, "rotational", "maybe", err, sizeof(err)), -EINVAL);
+}
