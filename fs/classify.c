@@ -1,41 +1,192 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/*
- * classify.c - foundation version: one queue per calling thread id, everything in the root
- * group at BE level 4. The cgroup-aware classifier (cgroup/) replaces the body of
- * classify_caller() without changing this file's contract.
- */
 #include "classify.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "cgroup.h"
+#include "clock.h"
+#include "config.h"
+#include "groups.h"
+#include "log.h"
 #include "sched.h"
 
-static void classify_caller(fuse_req_t req, struct exec_tag *t)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+/* Invariant: cg is never NULL after cls_create() succeeded. */
+struct classifier {
+	pthread_rwlock_t lock;	    /* write: reload swaps cg/need_path; read: classify */
+	struct cg_classifier *cg;   /* protected by lock */
+	bool need_path;		    /* some rule matches on paths; protected by lock */
+	struct grp_registry *groups; /* borrowed; own lock */
+	char source[PATH_MAX];	    /* immutable */
+	size_t source_len;	    /* immutable */
+};
 
-	t->queue_key = ctx ? (uint64_t)ctx->pid : 0;
-	t->group = SCHED_ROOT_GROUP;
-	t->ioclass = SCHED_CLASS_BE;
-	t->level = SCHED_LEVEL_NORM;
+static struct cg_classifier *build(const struct cfqfs_config *cfg, bool *need_path, int *err)
+{
+	struct cg_rule rules[CFG_MAX_RULES];
+	struct cg_config cc;
+	size_t bad;
+
+	cg_config_init(&cc);
+	cc.queue_by = cfg->queue_by;
+	cc.group_by = cfg->group_by;
+	cc.cgroup_line = cfg->cgroup_line;
+	cc.weight_from_cgroup = cfg->weight_from_cgroup;
+	cc.cache_ttl = (uint64_t)cfg->cache_ttl_ms * SCHED_NS_PER_MS;
+	cc.nr_rules = cfg_cg_rules(cfg, rules);
+	cc.rules = rules;
+	*need_path = false;
+	for (size_t i = 0; i < cc.nr_rules; i++)
+		*need_path |= rules[i].path != NULL;
+	if (cg_config_check(&cc, &bad) < 0) {
+		if (bad < cc.nr_rules)
+			LOG_ERR("rule %zu (line %d) is invalid", bad + 1, cfg->rules[bad].line);
+		*err = -EINVAL;
+		return NULL;
+	}
+	struct cg_classifier *cg = cg_classifier_create(&cc);
+	if (!cg)
+		*err = -ENOMEM;
+	return cg;
 }
 
-void pt_classify_open(fuse_req_t req, uint64_t file, int open_flags, struct exec_tag *opener)
+struct classifier *cls_create(const struct cfqfs_config *cfg, const char *source,
+			      struct grp_registry *groups, int *err)
 {
-	classify_caller(req, opener);
+	struct classifier *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->cg = build(cfg, &c->need_path, err);
+	if (!c->cg) {
+		free(c);
+		return NULL;
+	}
+	c->groups = groups;
+	snprintf(c->source, sizeof(c->source), "%s", source);
+	c->source_len = strlen(c->source);
+	pthread_rwlock_init(&c->lock, NULL);
+	*err = 0;
+	return c;
+}
+
+void cls_destroy(struct classifier *c)
+{
+	if (!c)
+		return;
+	cg_classifier_destroy(c->cg);
+	pthread_rwlock_destroy(&c->lock);
+	free(c);
+}
+
+int cls_reload(struct classifier *c, const struct cfqfs_config *cfg)
+{
+	bool need_path;
+	int err;
+	struct cg_classifier *cg = build(cfg, &need_path, &err), *old;
+
+	if (!cg)
+		return err;
+	pthread_rwlock_wrlock(&c->lock);
+	old = c->cg;
+	c->cg = cg;
+	c->need_path = need_path;
+	pthread_rwlock_unlock(&c->lock);
+	cg_classifier_destroy(old); /* no reader holds it: they hold the read lock while using it */
+	return 0;
+}
+
+/* The file's path inside the mount ("/dir/file"), or NULL (deleted, or outside SOURCE). */
+static char *mount_path(const struct classifier *c, int fd)
+{
+	char proc[64], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, target, sizeof(target) - 1);
+	if (n < 0)
+		return NULL;
+	target[n] = '\0';
+	if (strncmp(target, c->source, c->source_len) != 0)
+		return NULL;
+	const char *rel = target + c->source_len;
+	if (c->source_len == 1) /* SOURCE is "/" */
+		rel = target;
+	if (*rel != '/' && *rel != '\0')
+		return NULL;
+	return strdup(*rel ? rel : "/");
+}
+
+/* Classifies the caller of req; false if it cannot be (pid 0, task gone). */
+static bool classify_caller(struct classifier *c, fuse_req_t req, const char *path,
+			    struct exec_tag *t)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct cg_result res;
+	uint32_t id;
+	int r;
+
+	if (!ctx || ctx->pid <= 0)
+		return false;
+	pthread_rwlock_rdlock(&c->lock);
+	r = cg_classify(c->cg, ctx->pid, ctx->uid, ctx->gid, path, clk_now(), &res);
+	pthread_rwlock_unlock(&c->lock);
+	if (r < 0)
+		return false;
+	r = grp_resolve(c->groups, res.group, res.weight, &id);
+	if (r < 0)
+		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
+	t->queue_key = res.queue_key;
+	t->group = id;
+	t->ioclass = res.ioclass;
+	t->level = res.level;
+	LOG_DEBUG("pid %d -> queue %llu group %s (id %u, weight %u) class %u/%u", ctx->pid,
+		  (unsigned long long)res.queue_key, res.group, id, res.weight, res.ioclass,
+		  res.level);
+	return true;
+}
+
+void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int open_flags,
+		      int fd, struct exec_tag *opener)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	bool need_path;
+
+	pthread_rwlock_rdlock(&c->lock);
+	need_path = c->need_path;
+	pthread_rwlock_unlock(&c->lock);
+	opener->path = need_path ? mount_path(c, fd) : NULL;
+	if (!classify_caller(c, req, opener->path, opener)) {
+		opener->queue_key = ctx ? (uint64_t)ctx->pid : 0;
+		opener->group = SCHED_ROOT_GROUP;
+		opener->ioclass = SCHED_CLASS_BE;
+		opener->level = SCHED_LEVEL_NORM;
+	}
 	opener->file = file;
 	opener->sync = (open_flags & (O_SYNC | O_DSYNC | O_DIRECT)) != 0;
 }
 
-void pt_classify(fuse_req_t req, const struct exec_tag *opener, bool is_read_or_fsync,
-		 struct exec_tag *out)
+void pt_classify_release(struct exec_tag *opener)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	free(opener->path);
+	opener->path = NULL;
+}
 
-	if (!ctx || ctx->pid == 0)
-		*out = *opener; /* kernel-initiated (writeback): charge the opener */
-	else
-		classify_caller(req, out);
+void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener,
+		 bool is_read_or_fsync, struct exec_tag *out)
+{
+	*out = *opener;
+	/* pid 0 (writeback, kernel-initiated) or a caller already gone: the opener pays. */
+	classify_caller(c, req, opener->path, out);
+	out->path = NULL; /* the opener keeps ownership */
 	out->file = opener->file;
 	out->sync = is_read_or_fsync || opener->sync;
 }

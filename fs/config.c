@@ -43,6 +43,13 @@ void cfg_defaults(struct cfqfs_config *c)
 	c->xattr = true;
 	c->attr_timeout = 1.0;
 	c->entry_timeout = 1.0;
+	c->queue_by = CG_QUEUE_BY_PROCESS;
+	c->group_by = CG_GROUP_BY_CGROUP;
+	c->cgroup_line = CG_SELECT_AUTO;
+	c->weight_from_cgroup = true;
+	c->cache_ttl_ms = (uint32_t)(CG_DEFAULT_CACHE_TTL / 1000000u);
+	c->device_enabled = false;
+	dev_params_default(DEV_HDD, &c->device);
 }
 
 /* --- value parsers: 0 or -EINVAL with the reason in err --- */
@@ -168,10 +175,139 @@ static int set_entry_timeout(struct cfqfs_config *c, const char *v, char *err, s
 	return parse_seconds(v, &c->entry_timeout, err, errlen);
 }
 
+/* Picks `v` among `names` (NULL-terminated); *out = its index. */
+static int parse_enum(const char *v, const char *const *names, int *out, char *err,
+		      size_t errlen)
+{
+	char list[256] = "";
+
+	for (int i = 0; names[i]; i++) {
+		if (!strcmp(v, names[i])) {
+			*out = i;
+			return 0;
+		}
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
+			 names[i]);
+	}
+	seterr(err, errlen, "unknown value \"%s\" (%s)", v, list);
+	return -EINVAL;
+}
+
+static int set_queue_by(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	static const char *const names[] = { "process", "thread", NULL };
+	int i, r = parse_enum(v, names, &i, err, errlen);
+
+	if (r == 0)
+		c->queue_by = (enum cg_queue_by)i;
+	return r;
+}
+
+static int set_group_by(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	static const char *const names[] = { "cgroup", "uid", "gid", "none", NULL };
+	int i, r = parse_enum(v, names, &i, err, errlen);
+
+	if (r == 0)
+		c->group_by = (enum cg_group_by)i;
+	return r;
+}
+
+static int set_cgroup_line(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	static const char *const names[] = { "auto", "v2", "blkio", NULL };
+	int i, r = parse_enum(v, names, &i, err, errlen);
+
+	if (r == 0)
+		c->cgroup_line = (enum cg_select)i;
+	return r;
+}
+
+BOOL_SETTER(weight_from_cgroup)
+
+static int set_cache_ttl_ms(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	int64_t x;
+	int r = parse_int(v, 0, 60000, &x, err, errlen);
+
+	if (r == 0)
+		c->cache_ttl_ms = (uint32_t)x;
+	return r;
+}
+
+/* "device": none, hdd, ssd, raid:N, ssd:N. Selecting a model resets its parameters. */
+static int set_device(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	if (!strcmp(v, "none")) {
+		c->device_enabled = false;
+		return 0;
+	}
+	if (dev_params_parse(v, &c->device) < 0) {
+		seterr(err, errlen, "unknown device model \"%s\" (none, hdd, ssd, raid:N, ssd:N)", v);
+		return -EINVAL;
+	}
+	c->device_enabled = true;
+	return 0;
+}
+
+/* device.<param>: integer parameters in friendly units, applied to the selected model. */
+static int set_device_param(struct cfqfs_config *c, const char *name, const char *v, char *err,
+			    size_t errlen)
+{
+	static const struct {
+		const char *name;
+		int64_t min, max, scale; /* value * scale = field units */
+	} params[] = {
+		{ "heads", 1, DEV_MAX_HEADS, 1 },
+		{ "bandwidth_mb", 1, 100000, 1000000 },	 /* [MB/s] -> [bytes/s] */
+		{ "settle_us", 0, 1000000, 1000 },	 /* [us] -> [ns] */
+		{ "full_stroke_ms", 0, 1000, 1000000 },	 /* [ms] -> [ns] */
+		{ "rpm", 1, 100000, 1 },
+		{ "read_latency_us", 0, 1000000, 1000 },
+		{ "write_latency_us", 0, 1000000, 1000 },
+		{ "flush_ms", 0, 1000, 1000000 },
+	};
+	struct dev_params d = c->device;
+	int64_t x;
+	size_t i;
+
+	for (i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		if (!strcmp(params[i].name, name))
+			break;
+	if (i == sizeof(params) / sizeof(params[0]))
+		return -ENOENT;
+	if (parse_int(v, params[i].min, params[i].max, &x, err, errlen) < 0)
+		return -EINVAL;
+	uint64_t u = (uint64_t)x * (uint64_t)params[i].scale;
+	switch (i) {
+	case 0: d.heads = (unsigned)u; break;
+	case 1: d.bandwidth = u; break;
+	case 2: d.settle = u; break;
+	case 3: d.full_stroke = u; break;
+	case 4: d.rpm = (uint32_t)u; break;
+	case 5: d.read_latency = u; break;
+	case 6: d.write_latency = u; break;
+	default: d.flush = u; break;
+	}
+	if (dev_params_validate(&d) < 0) {
+		seterr(err, errlen, "%lld makes an impossible device (e.g. settle > full stroke)",
+		       (long long)x);
+		return -EINVAL;
+	}
+	c->device = d;
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	key_setter set;
 } keys[] = {
+	{ "queue_by", set_queue_by },
+	{ "group_by", set_group_by },
+	{ "cgroup_line", set_cgroup_line },
+	{ "weight_from_cgroup", set_weight_from_cgroup },
+	{ "cache_ttl_ms", set_cache_ttl_ms },
+	{ "device", set_device },
 	{ "scheduler", set_scheduler },
 	{ "depth", set_depth },
 	{ "rotational", set_rotational },
@@ -246,6 +382,12 @@ int cfg_set(struct cfqfs_config *c, const char *key, const char *value, char *er
 		r = set_tunable(&tmp, key + 8, value, why, sizeof(why));
 		if (r == -ENOENT)
 			snprintf(why, sizeof(why), "unknown scheduler tunable");
+	} else if (!strncmp(key, "device.", 7)) {
+		r = set_device_param(&tmp, key + 7, value, why, sizeof(why));
+		if (r == -ENOENT)
+			snprintf(why, sizeof(why), "unknown device parameter (heads, bandwidth_mb, "
+				 "settle_us, full_stroke_ms, rpm, read_latency_us, write_latency_us, "
+				 "flush_ms)");
 	} else {
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			if (!strcmp(keys[i].name, key)) {
@@ -286,6 +428,138 @@ static int setting_text(const config_setting_t *s, char *buf, size_t len)
 	}
 }
 
+static int rule_string(const config_setting_t *r, const char *key, char *out, size_t outlen,
+		       const char *file, char *err, size_t errlen)
+{
+	const config_setting_t *m = config_setting_get_member(r, key);
+
+	if (!m)
+		return 0;
+	if (config_setting_type(m) != CONFIG_TYPE_STRING ||
+	    strlen(config_setting_get_string(m)) >= outlen) {
+		seterr(err, errlen, "%s:%d: rules.%s: expected a string of at most %zu bytes", file,
+		       config_setting_source_line(m), key, outlen - 1);
+		return -EINVAL;
+	}
+	snprintf(out, outlen, "%s", config_setting_get_string(m));
+	return 0;
+}
+
+static int rule_int(const config_setting_t *r, const char *key, int64_t min, int64_t max,
+		    bool *has, int64_t *out, const char *file, char *err, size_t errlen)
+{
+	const config_setting_t *m = config_setting_get_member(r, key);
+	char text[64], why[CFG_ERR_MAX];
+
+	*has = false;
+	if (!m)
+		return 0;
+	if (setting_text(m, text, sizeof(text)) < 0 ||
+	    parse_int(text, min, max, out, why, sizeof(why)) < 0) {
+		seterr(err, errlen, "%s:%d: rules.%s: %s", file, config_setting_source_line(m), key,
+		       setting_text(m, text, sizeof(text)) < 0 ? "expected an integer" : why);
+		return -EINVAL;
+	}
+	*has = true;
+	return 0;
+}
+
+/* rules = ( { cgroup = "/tenants/a*"; weight = 100; }, { uid = 1000; class = "idle"; }, ... ) */
+static int load_rules(struct cfqfs_config *c, const char *file, const config_setting_t *list,
+		      char *err, size_t errlen)
+{
+	static const char *const keys_ok[] = { "cgroup", "comm", "path", "uid", "gid", "group",
+					       "weight", "class", "level", NULL };
+	static const char *const classes[] = { "keep", "rt", "be", "idle", NULL };
+	int line = config_setting_source_line(list);
+
+	if (!config_setting_is_list(list) && !config_setting_is_array(list)) {
+		seterr(err, errlen, "%s:%d: rules: expected a list ( { ... }, { ... } )", file, line);
+		return -EINVAL;
+	}
+	c->nr_rules = 0;
+	for (int i = 0; i < config_setting_length(list); i++) {
+		const config_setting_t *r = config_setting_get_elem(list, (unsigned)i);
+		struct cfg_rule *cr;
+		bool has;
+		int64_t x;
+
+		line = config_setting_source_line(r);
+		if (!config_setting_is_group(r)) {
+			seterr(err, errlen, "%s:%d: rules[%d]: expected a group { key = value; }", file,
+			       line, i);
+			return -EINVAL;
+		}
+		if (c->nr_rules == CFG_MAX_RULES) {
+			seterr(err, errlen, "%s:%d: rules: more than %d rules", file, line,
+			       CFG_MAX_RULES);
+			return -EINVAL;
+		}
+		for (int k = 0; k < config_setting_length(r); k++) {
+			const config_setting_t *m = config_setting_get_elem(r, (unsigned)k);
+			const char *mn = config_setting_name(m);
+			int j;
+			for (j = 0; keys_ok[j] && strcmp(keys_ok[j], mn); j++)
+				;
+			if (!keys_ok[j]) {
+				seterr(err, errlen, "%s:%d: rules.%s: unknown key (cgroup, comm, path, "
+					"uid, gid, group, weight, class, level)", file,
+				       config_setting_source_line(m), mn);
+				return -EINVAL;
+			}
+		}
+		cr = &c->rules[c->nr_rules];
+		memset(cr, 0, sizeof(*cr));
+		cr->line = line;
+		if (rule_string(r, "cgroup", cr->cgroup, sizeof(cr->cgroup), file, err, errlen) ||
+		    rule_string(r, "comm", cr->comm, sizeof(cr->comm), file, err, errlen) ||
+		    rule_string(r, "path", cr->path, sizeof(cr->path), file, err, errlen) ||
+		    rule_string(r, "group", cr->group, sizeof(cr->group), file, err, errlen))
+			return -EINVAL;
+		if (rule_int(r, "uid", 0, UINT32_MAX - 1, &has, &x, file, err, errlen))
+			return -EINVAL;
+		cr->has_uid = has;
+		cr->uid = (uid_t)x;
+		if (rule_int(r, "gid", 0, UINT32_MAX - 1, &has, &x, file, err, errlen))
+			return -EINVAL;
+		cr->has_gid = has;
+		cr->gid = (gid_t)x;
+		const config_setting_t *w = config_setting_get_member(r, "weight");
+		if (w && config_setting_type(w) == CONFIG_TYPE_STRING) {
+			if (strcmp(config_setting_get_string(w), "cgroup")) {
+				seterr(err, errlen, "%s:%d: rules.weight: expected 10..1000 or "
+					"\"cgroup\"", file, config_setting_source_line(w));
+				return -EINVAL;
+			}
+			cr->weight = CG_WEIGHT_FROM_CGROUP;
+		} else {
+			if (rule_int(r, "weight", SCHED_WEIGHT_MIN, SCHED_WEIGHT_MAX, &has, &x, file,
+				     err, errlen))
+				return -EINVAL;
+			cr->weight = has ? (uint32_t)x : CG_WEIGHT_UNSET;
+		}
+		const config_setting_t *cl = config_setting_get_member(r, "class");
+		if (cl) {
+			int ci;
+			char why[CFG_ERR_MAX];
+			if (config_setting_type(cl) != CONFIG_TYPE_STRING ||
+			    parse_enum(config_setting_get_string(cl), classes, &ci, why,
+				       sizeof(why)) < 0) {
+				seterr(err, errlen, "%s:%d: rules.class: expected \"rt\", \"be\", "
+					"\"idle\" or \"keep\"", file, config_setting_source_line(cl));
+				return -EINVAL;
+			}
+			cr->ioclass = (uint8_t)ci; /* keep=0, rt=1, be=2, idle=3 */
+		}
+		if (rule_int(r, "level", 0, SCHED_LEVELS - 1, &has, &x, file, err, errlen))
+			return -EINVAL;
+		cr->has_level = has;
+		cr->level = (uint8_t)x;
+		c->nr_rules++;
+	}
+	return 0;
+}
+
 static int load_setting(struct cfqfs_config *c, const char *file, const config_setting_t *s,
 			const char *prefix, char *err, size_t errlen)
 {
@@ -308,6 +582,28 @@ static int load_setting(struct cfqfs_config *c, const char *file, const config_s
 				return r;
 		}
 		return 0;
+	}
+	if (!prefix[0] && !strcmp(name, "rules"))
+		return load_rules(c, file, s, err, errlen);
+	if (!prefix[0] && !strcmp(name, "device") && config_setting_is_group(s)) {
+		/* device = { model = "hdd"; bandwidth_mb = 60; ... }: the model first. */
+		const config_setting_t *m = config_setting_get_member(s, "model");
+		if (!m || config_setting_type(m) != CONFIG_TYPE_STRING) {
+			seterr(err, errlen, "%s:%d: device: a device group needs model = \"...\"",
+			       file, line);
+			return -EINVAL;
+		}
+		r = cfg_set(c, "device", config_setting_get_string(m), why, sizeof(why));
+		if (r) {
+			seterr(err, errlen, "%s:%d: %s", file, config_setting_source_line(m), why);
+			return -EINVAL;
+		}
+		for (int i = 0; r == 0 && i < config_setting_length(s); i++) {
+			const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+			if (e != m)
+				r = load_setting(c, file, e, "device.", err, errlen);
+		}
+		return r;
 	}
 	if (setting_text(s, text, sizeof(text)) < 0) {
 		seterr(err, errlen, "%s:%d: %s: expected a single value", file, line, key);
@@ -355,12 +651,36 @@ out_destroy:
 	return r;
 }
 
+size_t cfg_cg_rules(const struct cfqfs_config *c, struct cg_rule *out)
+{
+	for (unsigned i = 0; i < c->nr_rules; i++) {
+		const struct cfg_rule *r = &c->rules[i];
+		out[i] = (struct cg_rule){
+			.cgroup = r->cgroup[0] ? r->cgroup : NULL,
+			.comm = r->comm[0] ? r->comm : NULL,
+			.path = r->path[0] ? r->path : NULL,
+			.has_uid = r->has_uid,
+			.uid = r->uid,
+			.has_gid = r->has_gid,
+			.gid = r->gid,
+			.group = r->group[0] ? r->group : NULL,
+			.weight = r->weight,
+			.ioclass = r->ioclass,
+			.has_level = r->has_level,
+			.level = r->level,
+		};
+	}
+	return c->nr_rules;
+}
+
 void cfg_describe(const struct cfqfs_config *c, char *buf, size_t buflen)
 {
 	size_t n;
 
-	n = (size_t)snprintf(buf, buflen, "scheduler=%s depth=%u rotational=%s ctl_dir=%s%s%s%s",
+	n = (size_t)snprintf(buf, buflen,
+			     "scheduler=%s depth=%u device=%s rules=%u rotational=%s ctl_dir=%s%s%s%s",
 			     sched_policy_name(c->policy), c->depth,
+			     c->device_enabled ? dev_kind_name(c->device.kind) : "none", c->nr_rules,
 			     c->rotational < 0 ? "auto" : c->rotational ? "yes" : "no",
 			     c->ctl_dir[0] ? c->ctl_dir : "(none)",
 			     c->kernel_cache ? " kernel_cache" : "",

@@ -14,11 +14,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cgroup.h"
+#include "device.h"
 #include "sched.h"
 
 #define CFG_MAX_TUNABLES 48
 #define CFG_NAME_MAX 32
 #define CFG_ERR_MAX 512
+#define CFG_MAX_RULES 64
+#define CFG_PATTERN_MAX 256
+
+/* One classification rule (see cgroup/cg_rules.h); strings owned here, "" = unset. */
+struct cfg_rule {
+	char cgroup[CFG_PATTERN_MAX]; /* glob on the caller's cgroup path */
+	char comm[CFG_PATTERN_MAX];   /* glob on the caller's command name */
+	char path[PATH_MAX];	      /* prefix inside the mount */
+	char group[CFG_PATTERN_MAX];  /* group name; "" = group_by's default */
+	bool has_uid, has_gid;
+	uid_t uid;
+	gid_t gid;
+	uint32_t weight;	      /* 10..1000, CG_WEIGHT_UNSET or CG_WEIGHT_FROM_CGROUP */
+	uint8_t ioclass;	      /* CG_CLASS_KEEP or enum sched_class */
+	bool has_level;
+	uint8_t level;		      /* 0..7 */
+	int line;		      /* [line] in the file, for messages; 0 = not from a file */
+};
 
 /* One scheduler tunable set by the user, in sysfs units (ms, KiB, counts). */
 struct cfg_tunable {
@@ -39,6 +59,19 @@ struct cfqfs_config {
 	double entry_timeout;		/* [s] */
 	unsigned nr_tunables;
 	struct cfg_tunable tunables[CFG_MAX_TUNABLES]; /* in order of appearance; last wins */
+
+	/* Classification (cgroup/). */
+	enum cg_queue_by queue_by;	/* "queue_by": process | thread */
+	enum cg_group_by group_by;	/* "group_by": cgroup | uid | gid | none */
+	enum cg_select cgroup_line;	/* "cgroup_line": auto | v2 | blkio */
+	bool weight_from_cgroup;	/* read io.weight & co. of the caller's cgroup */
+	uint32_t cache_ttl_ms;		/* [ms] classification cache lifetime */
+	unsigned nr_rules;
+	struct cfg_rule rules[CFG_MAX_RULES]; /* first match wins */
+
+	/* Emulated device ("device"): none, or a model the executor holds each I/O for. */
+	bool device_enabled;
+	struct dev_params device;
 };
 
 /* Fills the built-in defaults. Cannot fail. */
@@ -58,6 +91,12 @@ int cfg_load_file(struct cfqfs_config *c, const char *path, char *err, size_t er
  */
 int cfg_set(struct cfqfs_config *c, const char *key, const char *value, char *err,
 	    size_t errlen);
+
+/*
+ * Fills `out` (capacity CFG_MAX_RULES) with cgroup/ rules pointing into c's strings; valid
+ * while *c lives unchanged. Returns the count. Cannot fail.
+ */
+size_t cfg_cg_rules(const struct cfqfs_config *c, struct cg_rule *out);
 
 /* Writes a one-line human summary of the effective configuration. */
 void cfg_describe(const struct cfqfs_config *c, char *buf, size_t buflen);

@@ -31,6 +31,8 @@ struct exec_tag {
 	uint8_t ioclass;    /* enum sched_class */
 	uint8_t level;	    /* 0..7 */
 	bool sync;	    /* for writes: handle opened O_SYNC/O_DSYNC/O_DIRECT */
+	char *path;	    /* opener only: path inside the mount for path rules, or NULL;
+			       owned by the handle (pt_classify_release) */
 };
 
 struct exec_options {

@@ -18,8 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "classify.h"
 #include "config.h"
 #include "executor.h"
+#include "groups.h"
 #include "log.h"
 #include "probe.h"
 #include "pt.h"
@@ -356,6 +358,8 @@ int main(int argc, char **argv)
 	struct cfqfs_config cfg;
 	struct pt_options popts;
 	struct executor *ex = NULL;
+	struct grp_registry *groups = NULL;
+	struct classifier *cls = NULL;
 	struct pt_fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	char src[PATH_MAX], mnt[PATH_MAX], desc[1024], why[256];
@@ -388,6 +392,17 @@ int main(int argc, char **argv)
 		goto out_exec;
 	}
 
+	groups = grp_create(ex);
+	if (!groups) {
+		fprintf(stderr, "cfqfs: out of memory\n");
+		goto out_exec;
+	}
+	cls = cls_create(&cfg, src, groups, &err);
+	if (!cls) {
+		fprintf(stderr, "cfqfs: cannot set up classification: %s\n", strerror(-err));
+		goto out_groups;
+	}
+
 	popts = (struct pt_options){
 		.source = src,
 		.attr_timeout = cfg.attr_timeout,
@@ -399,12 +414,13 @@ int main(int argc, char **argv)
 		.flock = true,
 		.posix_lock = true,
 		.ctl_dir = cfg.ctl_dir,
+		.cls = cls,
 	};
 	fs = pt_create(&popts, ex, &err);
 	if (!fs) {
 		fprintf(stderr, "cfqfs: SOURCE %s: %s\n", src, strerror(-err));
 		status = 2;
-		goto out_exec;
+		goto out_cls;
 	}
 	if (build_fuse_args(&args, &cl, src) < 0) {
 		fprintf(stderr, "cfqfs: out of memory\n");
@@ -459,6 +475,10 @@ out_session:
 	fuse_session_destroy(se);
 out_pt:
 	pt_destroy(fs);
+out_cls:
+	cls_destroy(cls);
+out_groups:
+	grp_destroy(groups);
 out_exec:
 	exec_destroy(ex);
 out:

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "classify.h"
 #include "log.h"
 #include "pt_i.h"
 
@@ -167,6 +168,7 @@ static void free_handles(struct pt_fs *fs)
 
 		fs->files = pf->next;
 		close(pf->fd);
+		pt_classify_release(&pf->opener);
 		free(pf);
 		nf++;
 	}

@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 
+struct classifier;
 struct executor;
 struct pt_fs;
 
@@ -26,6 +27,7 @@ struct pt_options {
 	bool flock;		   /* BSD locks by the kernel (flock) */
 	bool posix_lock;	   /* POSIX locks through to SOURCE (OFD locks) */
 	const char *ctl_dir;	   /* control directory name at the root, "" = none */
+	struct classifier *cls;	   /* borrowed: who pays for each data request */
 };
 
 /*

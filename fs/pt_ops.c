@@ -122,13 +122,14 @@ static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, dev_t 
 	pf->dev = dev;
 	pf->ino = ino;
 	pf->file_id = pt_inode_file_id(dev, ino);
-	pt_classify_open(req, pf->file_id, kernel_flags, &pf->opener);
+	pt_classify_open(pt__fs(req)->opts.cls, req, pf->file_id, kernel_flags, fd, &pf->opener);
 	return pf;
 }
 
 static void file_free(struct pt_file *pf)
 {
 	close(pf->fd);
+	pt_classify_release(&pf->opener);
 	free(pf);
 }
 
@@ -738,7 +739,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct exec_tag tag;
 
 	(void)ino;
-	pt_classify(req, &pf->opener, true, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, true, &tag);
 	exec_read(pt__fs(req)->ex, req, pf->fd, size, off, &tag);
 }
 
@@ -749,7 +750,7 @@ static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	struct exec_tag tag;
 
 	(void)ino;
-	pt_classify(req, &pf->opener, false, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, false, &tag);
 	exec_write(pt__fs(req)->ex, req, pf->fd, in_buf, off, &tag);
 }
 
@@ -759,7 +760,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	struct exec_tag tag;
 
 	(void)ino;
-	pt_classify(req, &pf->opener, true, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, true, &tag);
 	exec_fsync(pt__fs(req)->ex, req, pf->fd, datasync != 0, &tag);
 }
 

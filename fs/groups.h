@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * groups.h - the daemon's map from group names (what cgroup/ classifies into: a cgroup path
+ * such as "/tenants/a", or a rule's name such as "uid:1000") to scheduler group ids.
+ *
+ * Names that start with '/' are cgroup paths and form the scheduler's hierarchy: "/a/b" is
+ * created under "/a", which is created (with the default weight) under the root; other names
+ * are flat children of the root. "/" is the root group.
+ *
+ * Weights: a classification carries the weight it found (rule, cgroup files or default);
+ * grp_resolve() applies it when it differs from the group's current one, unless the weight was
+ * pinned by an administrator (grp_set_weight, e.g. a write to .cfqfs/groups/NAME/weight).
+ *
+ * Locking: one mutex inside, taken before the executor lock (grp_* may call exec_with_sched);
+ * never call grp_* from inside exec_with_sched.
+ */
+#ifndef CFQFS_GROUPS_H
+#define CFQFS_GROUPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct executor;
+struct grp_registry;
+
+/* Returns NULL on allocation failure. `ex` is borrowed and must outlive the registry. */
+struct grp_registry *grp_create(struct executor *ex);
+void grp_destroy(struct grp_registry *r);
+
+/*
+ * The scheduler group id of `name`, created (with its missing ancestors) on first use with
+ * `weight` [10..1000]. Returns 0 and *id; -EINVAL (empty or overlong name, bad weight), -ENOMEM
+ * or another error of sched_group_create; then *id is the root group. Thread-safe.
+ */
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t *id);
+
+/* Pins a group's weight (the classification no longer changes it). 0, -ENOENT, -EINVAL. */
+int grp_set_weight(struct grp_registry *r, const char *name, uint32_t weight);
+
+struct grp_info {
+	const char *name;  /* valid during the callback only */
+	uint32_t id;	   /* scheduler group id */
+	uint32_t parent;   /* scheduler group id of the parent (root: itself) */
+	uint32_t weight;   /* [weight units] */
+	bool pinned;	   /* set by grp_set_weight */
+};
+
+/* Calls fn for each group in creation order (the root first) under the registry lock; fn must
+ * not call grp_* or block. Cannot fail. */
+void grp_foreach(struct grp_registry *r, void (*fn)(void *arg, const struct grp_info *gi),
+		 void *arg);
+
+#endif
