@@ -14,4 +14,7 @@ sched_ns clk_now(void);
  * monotonic condattr). Cannot fail. */
 struct timespec clk_to_timespec(sched_ns t);
 
+/* Sleeps until CLOCK_MONOTONIC reaches `t` [ns] (restarts after signals). Cannot fail. */
+void clk_sleep_until(sched_ns t);
+
 #endif

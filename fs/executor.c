@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "device.h"
 #include "log.h"
 
 #define EXEC_DEPTH_MAX 256u
@@ -66,6 +67,7 @@ struct executor {
 	struct exec_req *free_list; /* protected by lock */
 	size_t nr_records;	   /* protected by lock */
 	bool stopping;		   /* protected by lock */
+	struct dev_model *dev;	   /* emulated device or NULL; protected by lock */
 	unsigned depth;		   /* worker count; immutable */
 	pthread_t *workers;	   /* [depth]; written by exec_start only */
 	bool started;		   /* workers running; written by exec_start only */
@@ -250,10 +252,16 @@ static void *worker_main(void *arg)
 		}
 		for (struct sched_rq *m = rq; m; m = m->merge_next)
 			er_of(m)->state = ER_RUNNING;
+		/* The model serialises on its heads like a real device: ask it at dispatch. */
+		sched_ns done = ex->dev ? dev_issue(ex->dev, rq->file, rq->offset, rq->merged_len,
+						    rq->op == SCHED_OP_WRITE, now)
+					: 0;
 		pthread_mutex_unlock(&ex->lock);
 
 		struct exec_req *head = er_of(rq);
 		do_io(head);
+		if (done)
+			clk_sleep_until(done);
 
 		pthread_mutex_lock(&ex->lock);
 		sched_complete(ex->sd, rq, head->result < 0 ? (int)head->result : 0, clk_now());
@@ -464,10 +472,17 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 		e = -ENOMEM;
 		goto out_free;
 	}
+	if (opts->device) {
+		ex->dev = dev_create(opts->device);
+		if (!ex->dev) {
+			e = -EINVAL;
+			goto out_free_workers;
+		}
+	}
 	ex->sd = sched_create(opts->policy, opts->rotational);
 	if (!ex->sd) {
 		e = -ENOMEM;
-		goto out_free_workers;
+		goto out_free_dev;
 	}
 	pthread_mutex_init(&ex->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -477,6 +492,8 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 	*err = 0;
 	return ex;
 
+out_free_dev:
+	dev_destroy(ex->dev);
 out_free_workers:
 	free(ex->workers);
 out_free:
@@ -524,6 +541,7 @@ void exec_destroy(struct executor *ex)
 		free(er);
 	}
 	sched_destroy(ex->sd);
+	dev_destroy(ex->dev);
 	pthread_cond_destroy(&ex->work);
 	pthread_mutex_destroy(&ex->lock);
 	free(ex->workers);

@@ -21,7 +21,7 @@
 #include "sched.h"
 
 struct executor;
-struct dev_model;
+struct dev_params;
 
 /* Who a request is charged to (filled by classify.c). */
 struct exec_tag {
@@ -39,6 +39,9 @@ struct exec_options {
 	unsigned depth;		 /* worker threads = device queue depth; 1..256 */
 	enum sched_policy policy;
 	bool rotational;
+	/* Emulated device, or NULL: each I/O is held until the model's completion time (the
+	 * real I/O runs first; the hold covers what remains of the modelled service time). */
+	const struct dev_params *device;
 };
 
 /*

@@ -294,6 +294,10 @@ static bool decide_rotational(const struct cfqfs_config *cfg, const char *src, c
 		snprintf(why, whylen, "set in configuration");
 		return cfg->rotational;
 	}
+	if (cfg->device_enabled) {
+		snprintf(why, whylen, "emulated %s", dev_kind_name(cfg->device.kind));
+		return cfg->device.kind == DEV_HDD;
+	}
 	r = probe_rotational(src, dev, sizeof(dev));
 	if (r >= 0) {
 		snprintf(why, whylen, "detected from block device %s", dev);
@@ -380,6 +384,7 @@ int main(int argc, char **argv)
 		.depth = cfg.depth,
 		.policy = cfg.policy,
 		.rotational = rotational,
+		.device = cfg.device_enabled ? &cfg.device : NULL,
 	};
 	ex = exec_create(&eopts, &err);
 	if (!ex) {
