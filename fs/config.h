@@ -28,7 +28,7 @@
 struct cfg_rule {
 	char cgroup[CFG_PATTERN_MAX]; /* glob on the caller's cgroup path */
 	char comm[CFG_PATTERN_MAX];   /* glob on the caller's command name */
-	char path[PATH_MAX];	      /* prefix inside the mount */
+	char path[4 * CFG_PATTERN_MAX]; /* prefix inside the mount */
 	char group[CFG_PATTERN_MAX];  /* group name; "" = group_by's default */
 	bool has_uid, has_gid;
 	uid_t uid;

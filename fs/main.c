@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "clock.h"
 #include "config.h"
 #include "executor.h"
 #include "groups.h"
@@ -213,41 +217,47 @@ static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 	return 0;
 }
 
-/* Loads the config file, then the -o overrides; options unknown to cfqfs go to libfuse. */
-static int build_config(struct cmdline *cl, struct cfqfs_config *cfg)
+/*
+ * Loads the config file, then the -o overrides. With `collect`, options unknown to cfqfs are
+ * appended to cl->fuse_opts for libfuse (start-up); without it they are skipped (reload).
+ * Returns 0, or -1 with a one-line message in err.
+ */
+static int build_config(struct cmdline *cl, struct cfqfs_config *cfg, bool collect, char *err,
+			size_t errlen)
 {
-	char err[CFG_ERR_MAX];
+	char why[CFG_ERR_MAX];
 	unsigned i;
 
 	cfg_defaults(cfg);
-	if (cl->config_file && cfg_load_file(cfg, cl->config_file, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cfqfs: %s\n", err);
-		return 1;
+	if (cl->config_file && cfg_load_file(cfg, cl->config_file, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s", why);
+		return -1;
 	}
 	for (i = 0; i < cl->nr_overrides; i++) {
 		char *opt = cl->overrides[i], *eq = strchr(opt, '=');
 		int r;
 
-		err[0] = '\0';
+		why[0] = '\0';
 		if (!strcmp(opt, "no_default_permissions")) {
-			fprintf(stderr, "cfqfs: no_default_permissions is not supported: cfqfs relies "
-					"on the kernel's permission checks\n");
-			return 1;
+			snprintf(err, errlen, "no_default_permissions is not supported: cfqfs relies "
+					      "on the kernel's permission checks");
+			return -1;
 		}
 		if (eq) {
 			*eq = '\0';
-			r = cfg_set(cfg, opt, eq + 1, err, sizeof(err));
+			r = cfg_set(cfg, opt, eq + 1, why, sizeof(why));
 			*eq = '=';
 		} else {
-			r = cfg_set(cfg, opt, "true", err, sizeof(err));
+			r = cfg_set(cfg, opt, "true", why, sizeof(why));
 		}
-		if (r == -ENOENT && !err[0]) {
-			cl->fuse_opts[cl->nr_fuse_opts++] = opt;
+		if (r == -ENOENT && !why[0]) {
+			if (collect)
+				cl->fuse_opts[cl->nr_fuse_opts++] = opt;
 			continue;
 		}
 		if (r < 0) {
-			fprintf(stderr, "cfqfs: -o %s\n", err);
-			return 1;
+			snprintf(err, errlen, "-o %s", why);
+			return -1;
 		}
 	}
 	return 0;
@@ -323,6 +333,74 @@ static int apply_tunables(void *arg, struct sched *sd)
 	return 0;
 }
 
+/* SIGHUP: re-read the configuration file and -o options, apply what can change live. */
+struct reloader {
+	pthread_t thread;
+	struct cmdline *cl;	     /* immutable after start */
+	struct cfqfs_config *cfg;    /* the running configuration; written by this thread only */
+	struct executor *ex;	     /* borrowed */
+	struct classifier *cls;	     /* borrowed */
+	atomic_bool stop;
+};
+
+static int switch_policy(void *arg, struct sched *sd)
+{
+	const struct cfqfs_config *cfg = arg;
+
+	return sched_switch(sd, cfg->policy, clk_now());
+}
+
+static void reload(struct reloader *rl)
+{
+	static struct cfqfs_config next; /* large; used by the reload thread only */
+	char err[CFG_ERR_MAX + 64], desc[1024];
+	int r;
+
+	if (build_config(rl->cl, &next, false, err, sizeof(err))) {
+		LOG_ERR("reload: %s; keeping the running configuration", err);
+		return;
+	}
+	r = cls_reload(rl->cls, &next);
+	if (r < 0) {
+		LOG_ERR("reload: classification rules rejected (%s); keeping the running "
+			"configuration", strerror(-r));
+		return;
+	}
+	if (next.policy != rl->cfg->policy) {
+		r = exec_with_sched(rl->ex, switch_policy, &next);
+		if (r < 0) {
+			LOG_ERR("reload: cannot switch to %s: %s", sched_policy_name(next.policy),
+				strerror(-r));
+			next.policy = rl->cfg->policy;
+		}
+	}
+	r = exec_with_sched(rl->ex, apply_tunables, &next);
+	if (r < 0)
+		LOG_ERR("reload: a tunable was refused: %s", strerror(-r));
+	if (next.depth != rl->cfg->depth || next.device_enabled != rl->cfg->device_enabled ||
+	    strcmp(next.ctl_dir, rl->cfg->ctl_dir) || next.direct_io != rl->cfg->direct_io ||
+	    next.kernel_cache != rl->cfg->kernel_cache ||
+	    next.writeback_cache != rl->cfg->writeback_cache)
+		LOG_WARN("reload: depth, device, ctl_dir and cache options take effect at the next "
+			 "mount only");
+	*rl->cfg = next;
+	cfg_describe(rl->cfg, desc, sizeof(desc));
+	LOG_INFO("configuration reloaded: %s", desc);
+}
+
+static void *reload_main(void *arg)
+{
+	struct reloader *rl = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	while (sigwait(&set, &sig) == 0 && !atomic_load(&rl->stop))
+		reload(rl);
+	return NULL;
+}
+
 static int build_fuse_args(struct fuse_args *args, const struct cmdline *cl, const char *src)
 {
 	char *fsname;
@@ -371,8 +449,10 @@ int main(int argc, char **argv)
 
 	if (parse_cmdline(&cl, argc, argv))
 		goto out;
-	if (build_config(&cl, &cfg))
+	if (build_config(&cl, &cfg, true, desc, sizeof(desc))) {
+		fprintf(stderr, "cfqfs: %s\n", desc);
 		goto out;
+	}
 	status = check_paths(&cl, src, mnt);
 	if (status)
 		goto out;
@@ -447,11 +527,22 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	log_setup(cl.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO, !cl.foreground);
+	/* SIGHUP reloads instead of unmounting (libfuse's handler): blocked in every thread
+	 * started from here on, taken by sigwait in the reloader. */
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	err = exec_start(ex);
 	if (err) {
 		LOG_ERR("cannot start I/O workers: %s", strerror(-err));
 		goto out_unmount;
 	}
+	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls };
+	atomic_init(&rl.stop, false);
+	bool reloader_started = pthread_create(&rl.thread, NULL, reload_main, &rl) == 0;
+	if (!reloader_started)
+		LOG_WARN("cannot start the SIGHUP reload thread: reload disabled");
 	cfg_describe(&cfg, desc, sizeof(desc));
 	LOG_INFO("mounted %s on %s: %s; rotational=%s (%s)", src, mnt, desc,
 		 rotational ? "yes" : "no", why);
@@ -464,6 +555,11 @@ int main(int argc, char **argv)
 			.max_idle_threads = cl.max_idle_threads,
 		};
 		err = fuse_session_loop_mt(se, &lcfg);
+	}
+	if (reloader_started) {
+		atomic_store(&rl.stop, true);
+		pthread_kill(rl.thread, SIGHUP);
+		pthread_join(rl.thread, NULL);
 	}
 	/* Serve and answer every queued request before the mount goes away. */
 	exec_destroy(ex);
