@@ -37,8 +37,10 @@ test: deps-test $(BUILD)/CMakeCache.txt
 demo: deps-bench build
 	sh scripts/demo.sh $(BUILD)/fs/cfqfs
 
+# Re-configures with PREFIX so paths computed at configure time (SYSCONFDIR) follow it.
 install: build
-	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	$(CMAKE) --install $(BUILD)
 
 bench: deps-bench build
 	@echo "benchmarks: see bench/README.md (e.g. bench/overhead, $(BUILD)/bench/sched_micro)"
