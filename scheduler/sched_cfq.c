@@ -896,6 +896,15 @@ static bool should_preempt(const struct sched *sd, const struct sched_queue *nq,
 		return false;
 	if (rq_is_sync(rq) && !q->sync && !cfqq_must_dispatch(q))
 		return true;
+	/*
+	 * cfqfs, not the kernel: we are idling for the next request of process P, and P has just
+	 * sent an async write instead. Through FUSE a write blocks its caller until answered, so
+	 * P is not "thinking": it waits on us, and idling would only stall it for slice_idle
+	 * (an fs_mark-style write+fsync loop would pay 8 ms per file). Serve the write.
+	 */
+	if (!rq_is_sync(rq) && q->sync && !q->cfq.queued && cfqq_wait_request(q) &&
+	    rq->queue_key == q->key && q->g == nq->g)
+		return true;
 	/* other groups never preempt, except as above: fairness between groups */
 	if (!sched__fq_is_descendant(q->g, nq->g))
 		return false;
