@@ -29,6 +29,7 @@ struct cg_facts {
 	pid_t tgid;			/* from /proc/TID/status */
 	int ioprio;			/* raw ioprio_get() value; decoded with the current nice */
 	uint32_t cg_weight;		/* [weight units] 10..1000 from the cgroup files, 0: none */
+	uint8_t hier;			/* enum cg_hier the cgroup path came from */
 	char cgroup[CG_NAME_MAX];	/* selected cgroup path ("/" when none), cg_name_fit'ed */
 };
 

@@ -242,6 +242,7 @@ static int gather(struct cg_classifier *c, pid_t tid, struct cg_facts *f, bool *
 		*degraded = true;
 	} else if (cg_select_path(&pc, c->cgroup_line, c->unified_has_io, &sp, &hier) == 0) {
 		char full[CG_NAME_MAX * 4];
+		f->hier = (uint8_t)hier;
 		if (span_str(buf, &sp, full, sizeof(full)))
 			cg_name_fit(full, f->cgroup, sizeof(f->cgroup));
 		else
@@ -278,6 +279,8 @@ static void stub_result(pid_t tid, struct cg_result *out)
 	out->level = SCHED_LEVEL_NORM;
 	out->weight_src = CG_WSRC_DEFAULT;
 	out->rule = -1;
+	out->group_is_cgroup = false;
+	out->hier = CG_HIER_V2;
 	out->flags = CG_RES_STUB;
 }
 
@@ -369,6 +372,8 @@ int cg_classify(struct cg_classifier *c, pid_t tid, uid_t uid, gid_t gid, const 
 	out->ioclass = v.ioclass;
 	out->level = v.level;
 	out->rule = v.rule;
+	out->group_is_cgroup = v.group_is_cgroup;
+	out->hier = f.hier;
 	if (v.weight >= SCHED_WEIGHT_MIN && v.weight <= SCHED_WEIGHT_MAX) {
 		out->weight = v.weight;
 		out->weight_src = CG_WSRC_RULE;
@@ -402,6 +407,25 @@ void cg_classifier_get_stats(struct cg_classifier *c, struct cg_classifier_stats
 	*out = c->st;
 	cg_cache_get_stats(c->cache, &out->cache);
 	pthread_mutex_unlock(&c->lock);
+}
+
+int cg_classifier_cgroup_weight(const struct cg_classifier *c, enum cg_hier hier,
+				const char *path, uint32_t *weight)
+{
+	enum cg_weight_file which;
+
+	if (!c || !path || !weight)
+		return -EINVAL;
+	switch (hier) {
+	case CG_HIER_V2:
+		return cg_proc_group_weight(&c->ms, path, NULL, c->source_dev, weight, &which);
+	case CG_HIER_BLKIO:
+		return cg_proc_group_weight(&c->ms, NULL, path, c->source_dev, weight, &which);
+	case CG_HIER_SYSTEMD:
+		return -ENOENT;
+	default:
+		return -EINVAL;
+	}
 }
 
 void cg_classifier_mounts(const struct cg_classifier *c, struct cg_mounts *out,

@@ -92,6 +92,10 @@ struct cg_result {
 	uint8_t ioclass;	 /* enum sched_class */
 	uint8_t level;		 /* 0..7 (7 for IDLE) */
 	uint8_t weight_src;	 /* enum cg_weight_src */
+	bool group_is_cgroup;	 /* `group` is the caller's cgroup path (group_by cgroup, no rule
+				    renamed it): its ancestors are the group's parents, as in CFQ's
+				    hierarchical mode; their weights: cg_classifier_cgroup_weight() */
+	uint8_t hier;		 /* enum cg_hier of that path (valid when group_is_cgroup) */
 	int rule;		 /* index of the matching rule, -1: none */
 	uint32_t flags;		 /* CG_RES_* */
 };
@@ -148,6 +152,17 @@ void cg_classifier_flush(struct cg_classifier *c);
 
 /* Copies the counters. Thread-safe. */
 void cg_classifier_get_stats(struct cg_classifier *c, struct cg_classifier_stats *out);
+
+/*
+ * The weight of any cgroup `path` of hierarchy `hier` (e.g. an ancestor of a result's group,
+ * to weigh the levels of the group tree), from its own files as cg_classify() reads them:
+ * io.bfq.weight then io.weight for CG_HIER_V2, blkio.bfq.weight then blkio.weight for
+ * CG_HIER_BLKIO. Does I/O; no lock taken. Returns 0 and sets *weight (10..1000), -ENOENT (no
+ * weight file: the root, a hierarchy without weights such as name=systemd, no mount, or a
+ * namespaced path), -EINVAL (bad arguments).
+ */
+int cg_classifier_cgroup_weight(const struct cg_classifier *c, enum cg_hier hier,
+				const char *path, uint32_t *weight);
 
 /* The mounts and io flag the classifier uses (for logs and `cfqfs stat`). Cannot fail. */
 void cg_classifier_mounts(const struct cg_classifier *c, struct cg_mounts *out,

@@ -133,6 +133,17 @@ Test(cg_classify_fake, cgroup_group_and_weight_from_the_callers_files)
 	cr_assert_eq(r.level, 4, "class NONE, nice 0");
 	cr_assert_eq(r.rule, -1);
 	cr_assert_eq(r.flags, 0);
+	cr_assert(r.group_is_cgroup);
+	cr_assert_eq(r.hier, CG_HIER_BLKIO);
+
+	/* the parent level of the group tree: an ancestor's own weight */
+	uint32_t pw = 0;
+	cr_assert_eq(cg_classifier_cgroup_weight(c, CG_HIER_BLKIO, "/docker", &pw), -ENOENT);
+	put("blkio/docker/blkio.weight", "800\n");
+	cr_assert_eq(cg_classifier_cgroup_weight(c, CG_HIER_BLKIO, "/docker", &pw), 0);
+	cr_assert_eq(pw, 800);
+	cr_assert_eq(cg_classifier_cgroup_weight(c, CG_HIER_SYSTEMD, "/docker", &pw), -ENOENT);
+	cr_assert_eq(cg_classifier_cgroup_weight(c, CG_HIER_BLKIO, "/../x", &pw), -ENOENT);
 
 	/* second call within the TTL: from the cache */
 	cr_assert_eq(cg_classify(c, getpid(), 999, 999, NULL, 1 * SEC + 10 * MS, &r), 0);
@@ -147,6 +158,7 @@ Test(cg_classify_fake, cgroup_group_and_weight_from_the_callers_files)
 	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 0, &r), 0);
 	cr_assert_str_eq(r.group, "/system.slice/docker-abc.scope");
 	cr_assert_eq(r.weight, 200, "io.weight 400 -> 200");
+	cr_assert_eq(r.hier, CG_HIER_V2);
 	cg_classifier_destroy(c);
 }
 
@@ -246,6 +258,7 @@ Test(cg_classify_fake, rules_override_weight_group_and_class)
 	cr_assert_eq(cg_classify(c, getpid(), 1001, 1001, "/hot/x", 0, &r), 0);
 	cr_assert_eq(r.rule, 0);
 	cr_assert_str_eq(r.group, "batch");
+	cr_assert(!r.group_is_cgroup);
 	cr_assert_eq(r.weight, 100);
 	cr_assert_eq(r.weight_src, CG_WSRC_RULE);
 	cr_assert_eq(r.ioclass, SCHED_CLASS_BE);
