@@ -223,7 +223,7 @@ void cg_cache_put(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
 		lru_unlink(cc, i);
 	} else {
 		if (cc->free_head == NIL) {
-			uint32_t victim = cc->lru_tail, vprev;
+			uint32_t victim = cc->lru_tail, vprev = NIL;
 			uint32_t found = find(cc, cc->e[victim].tid, &vprev);
 			(void)found; /* == victim: every used entry is on its chain */
 			drop(cc, victim, vprev);
