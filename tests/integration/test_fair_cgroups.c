@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fair_cgroups: shares between cgroups on a real mount over the emulated hdd
+ * (-o device=hdd,direct_io: every read reaches the scheduler and is held for the model's
+ * service time, so the shares are the scheduler's and not the page cache's).
+ *
+ * Readers are forked children that join temporary cgroups (cgtest.h) and read for a few
+ * seconds (workload.h). Shares are measured over the span where all of them overlap, skipping
+ * the first half second (slices and groups settle). Tolerances suit a noisy 2-core machine;
+ * nothing asserts absolute times or rates, only ratios between readers of the same run.
+ *
+ * The daemon runs with -o cgroup_line=<the hierarchy cgtest picked> so the group names are
+ * exactly the cgroups the readers joined. Weights go into the cgroup's weight file when the
+ * kernel has one, else into a config rule on the cgroup (cgtest.h).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgtest.h"
+#include "mount.h"
+#include "workload.h"
+
+#define MIB (1024u * 1024u)
+#define FILE_MB 32u	/* per reader; sequential readers wrap around */
+#define WARMUP_S 0.5	/* [s] not counted */
+
+static struct mnt M;
+static struct cgt_hier H;
+static struct cgt CA, CB, CC;
+static struct wl_run R;
+static char conf[16384];
+static char opts[512];
+
+static void setup(void)
+{
+	umask(022);
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
+			mnt_fuse_unavailable_reason());
+	cgt_cr_require(&H);
+	cr_assert_eq(mnt_prepare(&M), 0, "cannot make the temp dirs");
+}
+
+static void teardown(void)
+{
+	wl_free(&R);
+	mnt_cr_teardown(&M);
+	cgt_destroy_all();
+}
+
+TestSuite(fair_cgroups, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* Creates cgroup `suffix` with `weight` (file or, failing that, rule). */
+static void make_cg(struct cgt *cg, const char *suffix, unsigned weight)
+{
+	int r = cgt_create(&H, suffix, cg);
+
+	cr_assert_eq(r, 0, "cgroup %s under %s: %s", suffix, H.root, strerror(-r));
+	r = cgt_set_weight(&H, cg, weight);
+	cr_assert(r == 0 || r == -ENOENT, "weight of %s: %s", cg->dir, strerror(-r));
+}
+
+static void make_files(const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = wl_make_file(src_path(&M, names[i]), (size_t)FILE_MB * MIB);
+
+		cr_assert_eq(r, 0, "making %s: %s", names[i], strerror(-r));
+	}
+}
+
+/* Mounts with the weight rules of cgs[] and "device=hdd,direct_io,cgroup_line=X[,extra]". */
+static void mount_hdd(struct cgt *const *cgs, size_t n, const char *extra_opts)
+{
+	cr_assert_not_null(wl_conf(conf, sizeof(conf), NULL, cgs, n, false, NULL));
+	snprintf(opts, sizeof(opts), "device=hdd,direct_io,cgroup_line=%s%s%s", H.line,
+		 extra_opts ? "," : "", extra_opts ? extra_opts : "");
+	wl_cr_mount(&M, conf, opts);
+}
+
+static void run(const struct wl_spec *specs, size_t n, double dur)
+{
+	int r = wl_start(&R, specs, n, dur);
+
+	cr_assert_eq(r, 0, "starting the workload: %s", strerror(-r));
+}
+
+static void finish_run(void)
+{
+	int r = wl_finish(&R);
+
+	cr_assert_eq(r, 0, "a reader failed (its message is above)");
+}
+
+/* Relative error of `got` against `want`. */
+static double rel_err(double got, double want)
+{
+	return (got > want ? got - want : want - got) / want;
+}
+
+/* How far a ratio is from 1:1, as a factor >= 1. */
+static double skew(double ratio)
+{
+	return ratio >= 1.0 ? ratio : 1.0 / ratio;
+}
+
+/*
+ * Two greedy sequential readers in cgroups of weight 100 and 400 under `sched_opts`. Returns
+ * bytes(400) / bytes(100) over [WARMUP_S, dur); prints the details. Leaves the mount up.
+ */
+static double seq_pair_ratio(const char *sched_opts, const char *what)
+{
+	static const char *const files[] = { "a.dat", "b.dat" };
+	const double dur = 4.0;
+	struct wl_spec s[2] = {
+		{ .label = "w100", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
+		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
+	};
+	struct cgt *cgs[] = { &CA, &CB };
+	double a, b;
+
+	if (!CA.dir[0]) {
+		make_cg(&CA, "a", 100);
+		make_cg(&CB, "b", 400);
+		make_files(files, 2);
+	}
+	mount_hdd(cgs, 2, sched_opts);
+	run(s, 2, dur);
+	finish_run();
+	a = (double)wl_bytes(&R, 0, WARMUP_S, dur);
+	b = (double)wl_bytes(&R, 1, WARMUP_S, dur);
+	fprintf(stderr, "fair_cgroups %s: w100 %.1f MB/s, w400 %.1f MB/s, ratio %.2f (want 4)\n",
+		what, a / (dur - WARMUP_S) / 1e6, b / (dur - WARMUP_S) / 1e6, a > 0 ? b / a : -1.0);
+	cr_assert(a > 0 && b > 0, "%s: a reader got nothing (w100 %.0f, w400 %.0f bytes)", what, a,
+		  b);
+	wl_free(&R);
+	return b / a;
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+Test(fair_cgroups, sequential_readers_share_by_weight_100_400)
+{
+	double ratio = seq_pair_ratio(NULL, "cfq sequential");
+
+	cr_assert(rel_err(ratio, 4.0) <= 0.20,
+		  "bytes ratio w400:w100 = %.2f, want 4 +- 20%% (3.2..4.8)", ratio);
+	mnt_cr_finish(&M);
+}
+
+Test(fair_cgroups, random_readers_iops_share_by_weight_with_group_idle)
+{
+	static const char *const files[] = { "a1.dat", "a2.dat", "b1.dat", "b2.dat" };
+	const double dur = 4.0;
+	struct cgt *cgs[] = { &CA, &CB };
+	struct wl_spec s[4];
+	size_t ga[] = { 0, 1 }, gb[] = { 2, 3 };
+	double ia, ib, gap_a, gap_b;
+
+	make_cg(&CA, "a", 100);
+	make_cg(&CB, "b", 400);
+	make_files(files, 4);
+	mount_hdd(cgs, 2, "slice_idle=0,group_idle=8");
+	for (size_t i = 0; i < 4; i++)
+		s[i] = (struct wl_spec){ .label = files[i], .path = mnt_path(&M, files[i]),
+					 .kind = WL_RAND_READ, .bs = 4096,
+					 .cg = i < 2 ? &CA : &CB, .seed = 1000 + i };
+	run(s, 4, dur);
+	finish_run();
+	ia = (double)(wl_ops(&R, 0, WARMUP_S, dur) + wl_ops(&R, 1, WARMUP_S, dur));
+	ib = (double)(wl_ops(&R, 2, WARMUP_S, dur) + wl_ops(&R, 3, WARMUP_S, dur));
+	gap_a = wl_max_gap_s(&R, ga, 2, WARMUP_S, dur);
+	gap_b = wl_max_gap_s(&R, gb, 2, WARMUP_S, dur);
+	fprintf(stderr,
+		"fair_cgroups random 2+2: w100 %.0f IOPS, w400 %.0f IOPS, ratio %.2f (want 4); "
+		"longest gap w100 %.3f s, w400 %.3f s\n",
+		ia / (dur - WARMUP_S), ib / (dur - WARMUP_S), ia > 0 ? ib / ia : -1.0, gap_a, gap_b);
+	cr_assert(ia > 0 && ib > 0, "a group got no I/O at all (w100 %.0f, w400 %.0f)", ia, ib);
+	cr_assert(rel_err(ib / ia, 4.0) <= 0.25,
+		  "IOPS ratio w400:w100 = %.2f, want 4 +- 25%% (3.0..5.0)", ib / ia);
+	cr_assert(gap_a < 1.0 && gap_b < 1.0,
+		  "a group went %.3f s (w100) / %.3f s (w400) without a completion", gap_a, gap_b);
+	mnt_cr_finish(&M);
+}
+
+Test(fair_cgroups, equal_readers_in_one_group_are_fair)
+{
+	static const char *const files[] = { "e1.dat", "e2.dat", "e3.dat", "e4.dat" };
+	const double dur = 4.0;
+	struct cgt *cgs[] = { &CA };
+	struct wl_spec s[4];
+	double x[4], j;
+
+	make_cg(&CA, "eq", 500);
+	make_files(files, 4);
+	mount_hdd(cgs, 1, NULL);
+	for (size_t i = 0; i < 4; i++)
+		s[i] = (struct wl_spec){ .label = files[i], .path = mnt_path(&M, files[i]),
+					 .kind = WL_SEQ_READ, .cg = &CA };
+	run(s, 4, dur);
+	finish_run();
+	for (size_t i = 0; i < 4; i++)
+		x[i] = (double)wl_bytes(&R, i, WARMUP_S, dur);
+	j = wl_jain(x, 4);
+	fprintf(stderr, "fair_cgroups 4 equal readers: %.1f %.1f %.1f %.1f MB/s, Jain %.3f\n",
+		x[0] / (dur - WARMUP_S) / 1e6, x[1] / (dur - WARMUP_S) / 1e6,
+		x[2] / (dur - WARMUP_S) / 1e6, x[3] / (dur - WARMUP_S) / 1e6, j);
+	cr_assert(j >= 0.95, "Jain's index %.3f < 0.95", j);
+	mnt_cr_finish(&M);
+}
+
+/*
+ * Reader A starts in a cgroup of weight 100 against B in 400; at 3 s the test moves A (from
+ * outside, by pid) into a cgroup of weight 1000. The classification cache expires after
+ * cache_ttl_ms = 1000, so from 3 s + 1 s + slack on A must get ~1000:400 of B.
+ */
+Test(fair_cgroups, moved_process_is_reclassified_within_the_cache_ttl)
+{
+	static const char *const files[] = { "a.dat", "b.dat" };
+	const double move = 3.0, dur = 7.0, settle = 1.5;
+	struct cgt *cgs[] = { &CA, &CB, &CC };
+	struct wl_spec s[2] = {
+		{ .label = "mover", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
+		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
+	};
+	double before, after;
+	int r;
+
+	make_cg(&CA, "a", 100);
+	make_cg(&CB, "b", 400);
+	make_cg(&CC, "c", 1000);
+	make_files(files, 2);
+	mount_hdd(cgs, 3, "cache_ttl_ms=1000");
+	run(s, 2, dur);
+	wl_sleep_until(&R, move);
+	r = cgt_move(&CC, wl_pid(&R, 0));
+	cr_assert_eq(r, 0, "moving the reader to %s: %s", CC.dir, strerror(-r));
+	finish_run();
+	before = (double)wl_bytes(&R, 0, WARMUP_S, move) / (double)wl_bytes(&R, 1, WARMUP_S, move);
+	after = (double)wl_bytes(&R, 0, move + settle, dur) /
+		(double)wl_bytes(&R, 1, move + settle, dur);
+	fprintf(stderr,
+		"fair_cgroups reclassify: mover:w400 %.2f before the move (want 0.25), %.2f from "
+		"%.1f s after it (want 2.5)\n", before, after, settle);
+	cr_assert(rel_err(before, 0.25) <= 0.25, "before the move: ratio %.2f, want 0.25 +- 25%%",
+		  before);
+	cr_assert(rel_err(after, 2.5) <= 0.25,
+		  "after the move: ratio %.2f, want 2.5 +- 25%% (the move was not seen?)", after);
+	mnt_cr_finish(&M);
+}
+
+/*
+ * No rule at all: the weights must come from the readers' own cgroup weight files. Only where
+ * the kernel offers such a file (CFQ or BFQ in the host kernel, or io enabled on cgroup2).
+ */
+Test(fair_cgroups, weight_from_the_callers_cgroup_file_is_honoured)
+{
+	static const char *const files[] = { "a.dat", "b.dat" };
+	const double dur = 4.0;
+	struct wl_spec s[2] = {
+		{ .label = "w100", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
+		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
+	};
+	double ratio;
+
+	make_cg(&CA, "a", 100);
+	make_cg(&CB, "b", 400);
+	if (!CA.weight_in_file || !CB.weight_in_file)
+		cr_skip("no cgroup weight file cfqfs could read under %s (%s): the host kernel has "
+			"neither CFQ nor BFQ group weights there; weights-from-rules are covered by "
+			"the other tests", H.root, H.kind == CGT_V2 ? "cgroup2" : "v1 blkio");
+	make_files(files, 2);
+	snprintf(opts, sizeof(opts), "device=hdd,direct_io,cgroup_line=%s", H.line);
+	wl_cr_mount(&M, NULL, opts);
+	run(s, 2, dur);
+	finish_run();
+	ratio = (double)wl_bytes(&R, 1, WARMUP_S, dur) / (double)wl_bytes(&R, 0, WARMUP_S, dur);
+	fprintf(stderr, "fair_cgroups weights from %s: ratio %.2f (want 4)\n", CA.weight_file,
+		ratio);
+	cr_assert(rel_err(ratio, 4.0) <= 0.20, "ratio %.2f with weights in %s, want 4 +- 20%%",
+		  ratio, CA.weight_file);
+	mnt_cr_finish(&M);
+}
+
+/*
+ * The same 100/400 sequential workload under cfq and then noop (FIFO). Prints both ratios;
+ * asserts only that cfq holds the weights and that noop is further from them, nearer 1:1.
+ */
+Test(fair_cgroups, noop_shows_the_unfairness_cfq_removes)
+{
+	double cfq, noop;
+
+	cfq = seq_pair_ratio(NULL, "cfq");
+	mnt_teardown(&M);
+	cr_assert(mnt_exited_ok(&M), "daemon did not exit cleanly after the cfq run");
+	cr_assert_eq(mnt_prepare(&M), 0);
+	/* the fixture made new dirs: the data goes into the new SOURCE */
+	{
+		static const char *const files[] = { "a.dat", "b.dat" };
+
+		make_files(files, 2);
+	}
+	noop = seq_pair_ratio("scheduler=noop", "noop");
+	fprintf(stderr, "fair_cgroups w400:w100 ratio: cfq %.2f, noop %.2f (weights say 4)\n", cfq,
+		noop);
+	cr_assert(rel_err(cfq, 4.0) <= 0.20, "cfq ratio %.2f, want 4 +- 20%%", cfq);
+	cr_assert(skew(noop) < skew(cfq),
+		  "noop ratio %.2f is not nearer 1:1 than cfq's %.2f", noop, cfq);
+	mnt_cr_finish(&M);
+}
