@@ -11,6 +11,7 @@
 #include "cg_cache.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ struct entry {
 	bool used;
 	uint64_t start;		/* key part 2 [clock ticks] */
 	uint64_t stored;	/* [ns] `now` of the put */
+	uint64_t checked;	/* [ns] last time a stat read confirmed `start` */
 	uint32_t hnext;		/* next on the hash chain, or on the free list */
 	uint32_t lprev;		/* LRU neighbour towards the head (more recent) */
 	uint32_t lnext;		/* LRU neighbour towards the tail (less recent) */
@@ -211,6 +213,38 @@ int cg_cache_get(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
 	return 0;
 }
 
+int cg_cache_peek(struct cg_cache *cc, pid_t tid, uint64_t now, uint64_t max_age,
+		  struct cg_facts *out)
+{
+	uint32_t prev, i;
+
+	if (cc->capacity == 0)
+		return -ENOENT;
+	i = find(cc, tid, &prev);
+	if (i == NIL || expired(cc, &cc->e[i], now) || now - cc->e[i].checked > max_age)
+		return -ENOENT;
+	lru_unlink(cc, i);
+	lru_push_head(cc, i);
+	*out = cc->e[i].facts;
+	cc->st.hits++;
+	return 0;
+}
+
+void cg_cache_confirm(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
+		      const char *comm, int nice)
+{
+	uint32_t prev, i;
+
+	if (cc->capacity == 0)
+		return;
+	i = find(cc, tid, &prev);
+	if (i == NIL || cc->e[i].start != start)
+		return;
+	cc->e[i].checked = now;
+	snprintf(cc->e[i].facts.comm, sizeof(cc->e[i].facts.comm), "%s", comm);
+	cc->e[i].facts.nice = nice;
+}
+
 void cg_cache_put(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
 		  const struct cg_facts *f)
 {
@@ -240,6 +274,7 @@ void cg_cache_put(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
 	}
 	cc->e[i].start = start;
 	cc->e[i].stored = now;
+	cc->e[i].checked = now; /* a put follows a stat read */
 	cc->e[i].facts = *f;
 	lru_push_head(cc, i);
 }

@@ -26,6 +26,8 @@
 
 /* What classification learnt about a task with file and syscall reads. */
 struct cg_facts {
+	char comm[CG_COMM_MAX];		/* from /proc/TID/stat at the last check */
+	int nice;			/* from /proc/TID/stat at the last check */
 	pid_t tgid;			/* from /proc/TID/status */
 	int ioprio;			/* raw ioprio_get() value; decoded with the current nice */
 	uint32_t cg_weight;		/* [weight units] 10..1000 from the cgroup files, 0: none */
@@ -67,6 +69,24 @@ int cg_cache_get(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
  */
 void cg_cache_put(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
 		  const struct cg_facts *f);
+
+/*
+ * The fast path: if `tid` has a fresh entry whose start time was confirmed by a stat read at
+ * most `max_age` [ns] before `now`, copies its facts (comm and nice as of that read) to *out,
+ * marks it most recently used and returns 0; else -ENOENT and nothing changes.
+ * Why skipping the stat read is safe for a short max_age: a tid can only be reused after its
+ * task exited and the kernel's cyclic pid allocator went round pid_max (32768 at least,
+ * 4194304 by default on 64-bit), which takes far longer than milliseconds.
+ */
+int cg_cache_peek(struct cg_cache *cc, pid_t tid, uint64_t now, uint64_t max_age,
+		  struct cg_facts *out);
+
+/*
+ * Records that a stat read at `now` confirmed the entry of (tid, start) and refreshes its comm
+ * and nice. No-op if there is no such entry. Cannot fail.
+ */
+void cg_cache_confirm(struct cg_cache *cc, pid_t tid, uint64_t start, uint64_t now,
+		      const char *comm, int nice);
 
 /* Drops the entry of `tid`, if any. Cannot fail. */
 void cg_cache_forget(struct cg_cache *cc, pid_t tid);

@@ -319,12 +319,25 @@ int cg_classify(struct cg_classifier *c, pid_t tid, uid_t uid, gid_t gid, const 
 		goto out_count;
 	}
 
+	/* Fast path: the tid was confirmed by a stat read moments ago (see cg_cache_peek). */
+	pthread_mutex_lock(&c->lock);
+	hit = cg_cache_peek(c->cache, tid, now, CG_REVALIDATE_NS, &f) == 0;
+	pthread_mutex_unlock(&c->lock);
+	if (hit) {
+		flags |= CG_RES_CACHED;
+		snprintf(st.comm, sizeof(st.comm), "%s", f.comm);
+		st.nice = f.nice;
+		goto classify;
+	}
+
 	rc = cg_proc_stat(c->proc, tid, &st);
 	if (rc)
 		goto out;
 
 	pthread_mutex_lock(&c->lock);
 	hit = cg_cache_get(c->cache, tid, st.start_time, now, &f) == 0;
+	if (hit)
+		cg_cache_confirm(c->cache, tid, st.start_time, now, st.comm, st.nice);
 	pthread_mutex_unlock(&c->lock);
 
 	if (hit) {
@@ -343,6 +356,8 @@ int cg_classify(struct cg_classifier *c, pid_t tid, uid_t uid, gid_t gid, const 
 			goto out;
 		}
 		if (!degraded) {
+			snprintf(f.comm, sizeof(f.comm), "%s", st.comm);
+			f.nice = st.nice;
 			pthread_mutex_lock(&c->lock);
 			cg_cache_put(c->cache, tid, st.start_time, now, &f);
 			pthread_mutex_unlock(&c->lock);
@@ -351,6 +366,7 @@ int cg_classify(struct cg_classifier *c, pid_t tid, uid_t uid, gid_t gid, const 
 	if (degraded)
 		flags |= CG_RES_DEGRADED;
 
+classify:
 	who.tid = tid;
 	who.tgid = f.tgid;
 	who.uid = uid;

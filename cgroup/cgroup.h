@@ -5,8 +5,8 @@
  *     cg_classify(c, tid, uid, gid, path, now) -> { queue key, group name + key, weight,
  *                                                   class, level }
  *
- * Per request the classifier reads /proc/TID/stat (start time, nice, comm: cheap, and the only
- * way to tell a reused tid from its previous owner). Everything else -- tgid
+ * The classifier reads /proc/TID/stat (start time, nice, comm: the only way to tell a reused
+ * tid from its previous owner) at most once per CG_REVALIDATE_NS per tid. Everything else -- tgid
  * (/proc/TID/status), cgroup (/proc/TID/cgroup), ioprio_get(), the cgroup's weight files --
  * comes from a cache keyed by (tid, start time) that expires after `cache_ttl`, so a task moved
  * to another cgroup or re-ioniced is reclassified within that time. Rules are matched on every
@@ -43,6 +43,10 @@ enum cg_queue_by {
 #define CG_DEFAULT_CACHE_TTL 1000000000ull /* [ns] 1 s: a cgroup move or ionice shows within 1 s */
 #define CG_DEFAULT_CACHE_CAPACITY 1024u	   /* [entries] ~1.1 MiB; tasks doing I/O at once */
 #define CG_DEFAULT_PROC_ROOT "/proc"
+/* [ns] how long a stat read vouches for a tid (start time, comm, nice): within it, requests of
+ * that tid skip /proc/TID/stat (three syscalls). See cg_cache_peek() for why reuse cannot slip
+ * in; a renice shows within this time. */
+#define CG_REVALIDATE_NS 20000000ull
 
 /*
  * The classifier's configuration: a plain struct, range-checked by fs/config.c (and again by

@@ -68,6 +68,9 @@ struct executor {
 	size_t nr_records;	   /* protected by lock */
 	bool stopping;		   /* protected by lock */
 	struct dev_model *dev;	   /* emulated device or NULL; protected by lock */
+	unsigned in_flight;	   /* chains being issued, by workers or inline; protected by lock */
+	unsigned idle_workers;	   /* workers waiting on `work`; protected by lock */
+	bool inline_io;		   /* submitters may issue what they dispatch; immutable */
 	unsigned depth;		   /* worker count; immutable */
 	pthread_t *workers;	   /* [depth]; written by exec_start only */
 	bool started;		   /* workers running; written by exec_start only */
@@ -229,6 +232,77 @@ static void do_io(struct exec_req *head)
 		io_run(run, n);
 }
 
+/* Wakes one idle worker if requests are waiting and the depth allows another. Called with
+ * ex->lock held. The chain of wake-ups replaces a broadcast: each worker that dispatches wakes
+ * the next one while work remains, so idle workers sleep through light load. */
+static void wake_one_if_work(struct executor *ex)
+{
+	if (ex->idle_workers > 0 && ex->in_flight < ex->depth && sched_nr_queued(ex->sd) > 0)
+		pthread_cond_signal(&ex->work);
+}
+
+/*
+ * Issues a dispatched chain and answers it: device model (under the lock), I/O (outside),
+ * completion (under), replies (outside). Called and returns with ex->lock held; the caller
+ * has counted the chain in ex->in_flight.
+ */
+static void run_chain(struct executor *ex, struct sched_rq *rq, sched_ns now)
+{
+	struct exec_req *head = er_of(rq);
+	struct sched_rq *m;
+
+	for (m = rq; m; m = m->merge_next)
+		er_of(m)->state = ER_RUNNING;
+	/* The model serialises on its heads like a real device: ask it at dispatch. */
+	sched_ns done = ex->dev ? dev_issue(ex->dev, rq->file, rq->offset, rq->merged_len,
+					    rq->op == SCHED_OP_WRITE, now)
+				: 0;
+	LOG_DEBUG("dispatch: queue %llu group %u %s %s off %llu len %llu (+%u merged)",
+		  (unsigned long long)rq->queue_key, rq->group,
+		  rq->flags & SCHED_RQ_SYNC ? "sync" : "async",
+		  rq->op == SCHED_OP_READ ? "read" : rq->op == SCHED_OP_WRITE ? "write" : "fsync",
+		  (unsigned long long)rq->offset, (unsigned long long)rq->merged_len, rq->nr_merged);
+	pthread_mutex_unlock(&ex->lock);
+
+	do_io(head);
+	if (done)
+		clk_sleep_until(done);
+
+	pthread_mutex_lock(&ex->lock);
+	sched_complete(ex->sd, rq, head->result < 0 ? (int)head->result : 0, clk_now());
+	ex->in_flight--;
+	/* The completion may let a waiting request go (quantum, idling, depth). */
+	wake_one_if_work(ex);
+	pthread_mutex_unlock(&ex->lock);
+
+	/* Reply outside the lock; the chain is ours until the records go back. */
+	for (m = rq; m;) {
+		struct sched_rq *next = m->merge_next;
+		reply_one(er_of(m));
+		m = next;
+	}
+	pthread_mutex_lock(&ex->lock);
+	for (m = rq; m;) {
+		struct sched_rq *next = m->merge_next;
+		er_put(ex, er_of(m));
+		m = next;
+	}
+}
+
+/* Next chain to issue, or NULL when the depth is used up or the scheduler says wait. Called
+ * with ex->lock held; counts the chain in flight. */
+static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
+{
+	struct sched_rq *rq;
+
+	if (ex->in_flight >= ex->depth)
+		return NULL;
+	rq = sched_dispatch(ex->sd, now);
+	if (rq)
+		ex->in_flight++;
+	return rq;
+}
+
 static void *worker_main(void *arg)
 {
 	struct executor *ex = arg;
@@ -236,53 +310,25 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&ex->lock);
 	for (;;) {
 		sched_ns now = clk_now();
-		struct sched_rq *rq = sched_dispatch(ex->sd, now);
+		struct sched_rq *rq = next_chain(ex, now);
 
 		if (!rq) {
 			if (ex->stopping && sched_nr_queued(ex->sd) == 0)
 				break;
 			sched_ns when = sched_next_event(ex->sd);
-			if (when == SCHED_NS_NEVER) {
+			ex->idle_workers++;
+			if (when == SCHED_NS_NEVER || ex->in_flight >= ex->depth) {
 				pthread_cond_wait(&ex->work, &ex->lock);
 			} else if (sched_time_after(when, now)) {
 				struct timespec ts = clk_to_timespec(when);
 				pthread_cond_timedwait(&ex->work, &ex->lock, &ts);
 			}
+			ex->idle_workers--;
 			continue;
 		}
-		for (struct sched_rq *m = rq; m; m = m->merge_next)
-			er_of(m)->state = ER_RUNNING;
-		/* The model serialises on its heads like a real device: ask it at dispatch. */
-		sched_ns done = ex->dev ? dev_issue(ex->dev, rq->file, rq->offset, rq->merged_len,
-						    rq->op == SCHED_OP_WRITE, now)
-					: 0;
-		pthread_mutex_unlock(&ex->lock);
-
-		struct exec_req *head = er_of(rq);
-		do_io(head);
-		if (done)
-			clk_sleep_until(done);
-
-		pthread_mutex_lock(&ex->lock);
-		sched_complete(ex->sd, rq, head->result < 0 ? (int)head->result : 0, clk_now());
-		/* Completion may open a dispatch slot for another worker (quantum, idling). */
-		pthread_cond_signal(&ex->work);
-		pthread_mutex_unlock(&ex->lock);
-
-		/* Reply outside the lock; the chain is ours until the records go back. */
-		struct sched_rq *m = rq;
-		while (m) {
-			struct sched_rq *next = m->merge_next;
-			reply_one(er_of(m));
-			m = next;
-		}
-		pthread_mutex_lock(&ex->lock);
-		m = rq;
-		while (m) {
-			struct sched_rq *next = m->merge_next;
-			er_put(ex, er_of(m));
-			m = next;
-		}
+		/* More may be dispatchable right now: pass the baton before our I/O. */
+		wake_one_if_work(ex);
+		run_chain(ex, rq, now);
 	}
 	pthread_mutex_unlock(&ex->lock);
 	return NULL;
@@ -339,10 +385,22 @@ static void submit(struct executor *ex, struct exec_req *er)
 
 	fuse_req_interrupt_func(er->req, on_interrupt, er);
 	pthread_mutex_lock(&ex->lock);
-	err = ex->stopping ? -ESHUTDOWN : sched_enqueue(ex->sd, &er->rq, clk_now());
+	sched_ns now = clk_now();
+	err = ex->stopping ? -ESHUTDOWN : sched_enqueue(ex->sd, &er->rq, now);
 	if (err == 0) {
 		er->state = ER_QUEUED;
-		pthread_cond_signal(&ex->work);
+		/*
+		 * Inline issue: when the depth has room, this thread asks the scheduler at once
+		 * and issues whatever it chooses (not necessarily our request), saving a hand-off
+		 * to a worker. The scheduler still decides; workers cover timers and backlog.
+		 */
+		struct sched_rq *rq = ex->inline_io ? next_chain(ex, now) : NULL;
+		if (rq) {
+			wake_one_if_work(ex);
+			run_chain(ex, rq, now);
+		} else {
+			wake_one_if_work(ex);
+		}
 	}
 	pthread_mutex_unlock(&ex->lock);
 	if (err) {
@@ -472,6 +530,8 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 		e = -ENOMEM;
 		goto out_free;
 	}
+	/* An emulated device sleeps per I/O: keep that off the FUSE session threads. */
+	ex->inline_io = opts->device == NULL;
 	if (opts->device) {
 		ex->dev = dev_create(opts->device);
 		if (!ex->dev) {

@@ -281,3 +281,30 @@ Test(cg_cache, many_tids_collide_in_buckets_without_losing_entries)
 	}
 	cg_cache_destroy(cc);
 }
+
+Test(cg_cache, peek_needs_a_recent_confirmation)
+{
+	struct cg_cache *cc = cg_cache_create(8, SEC);
+	struct cg_facts f = facts(100, "/a"), out;
+
+	f.nice = 0;
+	snprintf(f.comm, sizeof(f.comm), "old");
+	cg_cache_put(cc, 7, 1000, 0, &f);
+	/* the put counts as a confirmation: peek works within max_age, not after */
+	cr_assert_eq(cg_cache_peek(cc, 7, 10 * MS, 10 * MS, &out), 0);
+	cr_assert_str_eq(out.comm, "old");
+	cr_assert_eq(cg_cache_peek(cc, 7, 10 * MS + 1, 10 * MS, &out), -ENOENT);
+	/* a confirmation with another start time is ignored; with the right one it refreshes */
+	cg_cache_confirm(cc, 7, 999, 20 * MS, "wrong", 5);
+	cr_assert_eq(cg_cache_peek(cc, 7, 20 * MS, 10 * MS, &out), -ENOENT);
+	cg_cache_confirm(cc, 7, 1000, 20 * MS, "new", 19);
+	cr_assert_eq(cg_cache_peek(cc, 7, 25 * MS, 10 * MS, &out), 0);
+	cr_assert_str_eq(out.comm, "new");
+	cr_assert_eq(out.nice, 19);
+	cr_assert_eq(out.tgid, 100);
+	/* never past the ttl, however recent the confirmation */
+	cg_cache_confirm(cc, 7, 1000, SEC, "new", 19);
+	cr_assert_eq(cg_cache_peek(cc, 7, SEC + 1, 10 * MS, &out), -ENOENT);
+	cr_assert_eq(cg_cache_peek(cc, 8, 0, 10 * MS, &out), -ENOENT);
+	cg_cache_destroy(cc);
+}

@@ -190,6 +190,9 @@ Test(cg_classify_fake, moved_task_is_reclassified_after_the_ttl)
 	cg_classifier_destroy(c);
 }
 
+/* A time just past the window in which a stat read vouches for a tid [ns]. */
+#define REVAL (CG_REVALIDATE_NS + 1)
+
 Test(cg_classify_fake, new_start_time_is_a_new_task_at_once)
 {
 	struct cg_config cfg;
@@ -203,7 +206,8 @@ Test(cg_classify_fake, new_start_time_is_a_new_task_at_once)
 	cr_assert_str_eq(r.group, "/tenant-a");
 	/* the tid was reused by another task: other start time, other cgroup */
 	put_task(5001, 0, "new", "0::/tenant-b\n");
-	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 1, &r), 0);
+	/* past the revalidation window: the stat read sees the new start time */
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, REVAL, &r), 0);
 	cr_assert_str_eq(r.group, "/tenant-b", "never the previous owner's group");
 	cr_assert_eq(r.flags & CG_RES_CACHED, 0);
 
@@ -226,12 +230,38 @@ Test(cg_classify_fake, renice_changes_level_without_waiting_for_the_ttl)
 	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 0, &r), 0);
 	cr_assert_eq(r.level, 4);
 	put_task(5000, 19, "app", "0::/a\n");
-	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 1, &r), 0);
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, REVAL, &r), 0);
 	cr_assert_eq(r.flags & CG_RES_CACHED, CG_RES_CACHED);
 	cr_assert_eq(r.level, 7, "nice 19 -> BE 7");
 	put_task(5000, -20, "app", "0::/a\n");
-	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 2, &r), 0);
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 2 * REVAL, &r), 0);
 	cr_assert_eq(r.level, 0);
+	cg_classifier_destroy(c);
+}
+
+Test(cg_classify_fake, stat_read_at_most_once_per_revalidation_window)
+{
+	struct cg_config cfg;
+	struct cg_classifier *c;
+	struct cg_result r;
+
+	put_task(5000, 0, "app", "0::/a\n");
+	fake_config(&cfg);
+	c = cg_classifier_create(&cfg);
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.level, 4);
+	/* within the window the stat file is not read again: the old nice is used */
+	put_task(5000, 19, "app", "0::/a\n");
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, CG_REVALIDATE_NS, &r), 0);
+	cr_assert_eq(r.flags & CG_RES_CACHED, CG_RES_CACHED);
+	cr_assert_eq(r.level, 4, "a stat read happened inside the revalidation window");
+	/* one nanosecond past it, it is */
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, REVAL, &r), 0);
+	cr_assert_eq(r.level, 7);
+	/* and the confirmation restarts the window with the fresh nice */
+	put_task(5000, -20, "app", "0::/a\n");
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, REVAL + 5, &r), 0);
+	cr_assert_eq(r.level, 7);
 	cg_classifier_destroy(c);
 }
 
@@ -271,10 +301,10 @@ Test(cg_classify_fake, rules_override_weight_group_and_class)
 	cr_assert_eq(r.weight, 300, "no rule weight, group is the cgroup: its file weight");
 
 	put_task(5000, 0, "postgres", hybrid_docker);
-	cr_assert_eq(cg_classify(c, getpid(), 0, 0, "/hot/x", 0, &r), 0);
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, "/hot/x", REVAL, &r), 0);
 	cr_assert_eq(r.rule, 2);
 	cr_assert_eq(r.weight, 900);
-	cr_assert_eq(cg_classify(c, getpid(), 0, 0, "/hotter", 0, &r), 0);
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, "/hotter", REVAL, &r), 0);
 	cr_assert_eq(r.rule, 3, "/hot is not a prefix of /hotter");
 	cr_assert_str_eq(r.group, "containers");
 	cr_assert_eq(r.weight, 300, "weight = from cgroup, even though the group was renamed");
@@ -545,8 +575,9 @@ Test(cg_classify_real, ionice_idle_child_classifies_idle)
 	cr_assert_eq(r.queue_key, (uint64_t)kid);
 	reap(kid, rel);
 
-	/* gone now: -ESRCH, even though its classification is still cached */
-	cr_assert_eq(cg_classify(c, kid, 0, 0, NULL, 1, &r), -ESRCH);
+	/* gone now: -ESRCH once the revalidation window has passed, even though its
+	 * classification is still cached */
+	cr_assert_eq(cg_classify(c, kid, 0, 0, NULL, REVAL, &r), -ESRCH);
 	cg_classifier_destroy(c);
 }
 
