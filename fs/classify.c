@@ -144,6 +144,7 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	r = grp_resolve(c->groups, res.group, res.weight, &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
+	grp_note_pid(c->groups, id, res.tgid, clk_now());
 	t->queue_key = res.queue_key;
 	t->group = id;
 	t->ioclass = res.ioclass;

@@ -12,6 +12,15 @@
 
 #define GRP_NAME_MAX CG_NAME_MAX
 
+/* Recent processes remembered per group [count]: enough for a readable procs file; when full,
+ * the least recently seen one is replaced, so a busy group shows its most active processes. */
+#define GRP_PROCS_MAX 32
+
+struct grp_proc {
+	pid_t tgid;	 /* process id; 0 = free slot */
+	uint64_t seen;	 /* [ns, clk_now] last classification into the group */
+};
+
 struct grp_entry {
 	char *name;	  /* owned; "/" for the root */
 	uint64_t hash;	  /* cg_name_hash(name) */
@@ -19,6 +28,7 @@ struct grp_entry {
 	uint32_t parent;  /* scheduler group id of the parent */
 	uint32_t weight;  /* [weight units] current */
 	bool pinned;	  /* weight set by an administrator */
+	struct grp_proc procs[GRP_PROCS_MAX]; /* recently classified processes, unordered */
 };
 
 /*
@@ -33,6 +43,8 @@ struct grp_registry {
 	size_t nr, cap;		  /* protected by lock */
 	int32_t *slots;		  /* protected by lock */
 	size_t nr_slots;	  /* protected by lock; power of two */
+	int32_t *by_id;		  /* scheduler group id -> entry index, -1: none; by lock */
+	size_t nr_by_id;	  /* entries in by_id; protected by lock */
 };
 
 static int32_t find(const struct grp_registry *r, const char *name, uint64_t h)
@@ -84,6 +96,20 @@ static int add_entry(struct grp_registry *r, const char *name, uint32_t id, uint
 	}
 	if (2 * (r->nr + 1) > r->nr_slots && rehash(r, r->nr_slots ? 2 * r->nr_slots : 32) < 0)
 		return -ENOMEM;
+	if (id >= r->nr_by_id) {
+		size_t n = r->nr_by_id ? r->nr_by_id : 16;
+		int32_t *m;
+
+		while (n <= id)
+			n *= 2;
+		m = realloc(r->by_id, n * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		for (size_t i = r->nr_by_id; i < n; i++)
+			m[i] = -1;
+		r->by_id = m;
+		r->nr_by_id = n;
+	}
 	e = &r->entries[r->nr];
 	e->name = strdup(name);
 	if (!e->name)
@@ -93,6 +119,8 @@ static int add_entry(struct grp_registry *r, const char *name, uint32_t id, uint
 	e->parent = parent;
 	e->weight = weight;
 	e->pinned = false;
+	memset(e->procs, 0, sizeof(e->procs));
+	r->by_id[id] = (int32_t)r->nr;
 	r->nr++;
 	size_t i = e->hash & (r->nr_slots - 1);
 	while (r->slots[i] >= 0)
@@ -146,6 +174,7 @@ void grp_destroy(struct grp_registry *r)
 		free(r->entries[i].name);
 	free(r->entries);
 	free(r->slots);
+	free(r->by_id);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -258,4 +287,67 @@ void grp_foreach(struct grp_registry *r, void (*fn)(void *arg, const struct grp_
 		fn(arg, &gi);
 	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+/* The entry of scheduler group `id`, or NULL. Called with r->lock held. */
+static struct grp_entry *by_id(struct grp_registry *r, uint32_t id)
+{
+	if (id >= r->nr_by_id || r->by_id[id] < 0)
+		return NULL;
+	return &r->entries[r->by_id[id]];
+}
+
+void grp_note_pid(struct grp_registry *r, uint32_t id, pid_t tgid, uint64_t now)
+{
+	struct grp_entry *g;
+
+	if (tgid <= 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	g = by_id(r, id);
+	if (g) {
+		struct grp_proc *slot = NULL, *oldest = &g->procs[0], *free_slot = NULL;
+
+		for (size_t i = 0; i < GRP_PROCS_MAX && !slot; i++) {
+			struct grp_proc *p = &g->procs[i];
+
+			if (p->tgid == tgid)
+				slot = p;
+			else if (p->tgid == 0 && !free_slot)
+				free_slot = p;
+			else if (p->tgid != 0 && p->seen < oldest->seen)
+				oldest = p;
+		}
+		if (!slot)
+			slot = free_slot ? free_slot : oldest;
+		slot->tgid = tgid;
+		slot->seen = now;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int grp_procs(struct grp_registry *r, uint32_t id, uint64_t since, pid_t *out, size_t cap)
+{
+	struct grp_entry *g;
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->lock);
+	g = by_id(r, id);
+	if (g) {
+		for (size_t i = 0; i < GRP_PROCS_MAX && n < cap; i++)
+			if (g->procs[i].tgid > 0 && g->procs[i].seen >= since)
+				out[n++] = g->procs[i].tgid;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!g)
+		return -ENOENT;
+	qsort(out, n, sizeof(*out), cmp_pid);
+	return (int)n;
 }

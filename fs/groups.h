@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct executor;
 struct grp_registry;
@@ -49,5 +50,18 @@ struct grp_info {
  * not call grp_* or block. Cannot fail. */
 void grp_foreach(struct grp_registry *r, void (*fn)(void *arg, const struct grp_info *gi),
 		 void *arg);
+
+/*
+ * Records that process `tgid` was just classified into scheduler group `id` (for
+ * .cfqfs/groups/NAME/procs). Each group keeps the GRP_PROCS_MAX most recently seen processes.
+ * `now` [ns] is clk_now(). Unknown ids and tgid <= 0 are ignored. Cannot fail. Thread-safe.
+ */
+void grp_note_pid(struct grp_registry *r, uint32_t id, pid_t tgid, uint64_t now);
+
+/*
+ * Copies into out[0..cap) the processes of group `id` seen at or after `since` [ns], in
+ * ascending order. Returns their number, or -ENOENT for an unknown id. Thread-safe.
+ */
+int grp_procs(struct grp_registry *r, uint32_t id, uint64_t since, pid_t *out, size_t cap);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "classify.h"
@@ -97,9 +98,37 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 		goto out_free;
 	/* Only root can act as another user; otherwise everything is created as ourselves. */
 	fs->as_caller = geteuid() == 0;
+	if (fs->opts.ctl_dir[0]) {
+		struct ctl_options co = {
+			.name = fs->opts.ctl_dir,
+			.ex = ex,
+			.groups = opts->groups,
+			.owner = getuid(),
+			.owner_gid = getgid(),
+		};
+		struct stat st;
+
+		/* A SOURCE entry of that name would be hidden by the control directory: refuse
+		 * rather than make it silently unreachable. */
+		if (fstatat(pt_itable_root(fs->it)->fd, fs->opts.ctl_dir, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0) {
+			LOG_ERR("SOURCE %s has an entry named %s, the control directory's name: "
+				"rename it, or mount with -o ctl_dir=OTHER (ctl_dir= disables it)",
+				opts->source, fs->opts.ctl_dir);
+			rc = -EEXIST;
+			goto out_itable;
+		}
+		fs->ctl = ctl_create(&co);
+		if (!fs->ctl) {
+			rc = -ENOMEM;
+			goto out_itable;
+		}
+	}
 	raise_fd_limit();
 	return fs;
 
+out_itable:
+	pt_itable_destroy(fs->it);
 out_free:
 	pt__locks_destroy(fs->locks);
 	free(fs->groups);
@@ -193,6 +222,7 @@ void pt_destroy(struct pt_fs *fs)
 	pthread_mutex_destroy(&fs->handles_lock);
 	pt__locks_destroy(fs->locks);
 	pt_itable_destroy(fs->it);
+	ctl_destroy(fs->ctl);
 	free(fs->groups);
 	free((char *)fs->opts.source);
 	free((char *)fs->opts.ctl_dir);

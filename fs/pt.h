@@ -14,6 +14,7 @@
 
 struct classifier;
 struct executor;
+struct grp_registry;
 struct pt_fs;
 
 struct pt_options {
@@ -28,6 +29,7 @@ struct pt_options {
 	bool posix_lock;	   /* POSIX locks through to SOURCE (OFD locks) */
 	const char *ctl_dir;	   /* control directory name at the root, "" = none */
 	struct classifier *cls;	   /* borrowed: who pays for each data request */
+	struct grp_registry *groups; /* borrowed, may be NULL: group names for the control dir */
 };
 
 /*

@@ -5,6 +5,12 @@
  * Offsets given to the kernel are the backing filesystem's d_off cookies, so seekdir() to an
  * offset the kernel hands back resumes exactly there. An entry read but not fitting in the
  * reply buffer is kept (pending) for the next call, as the DIR stream cannot un-read it.
+ *
+ * The root lists the control directory first, before SOURCE's entries; its offset is
+ * PT_CTL_COOKIE, which stands for "SOURCE's stream from its beginning". Backing filesystems
+ * hand out positions as non-negative d_off values, so the negative cookie cannot collide;
+ * the price is that seekdir() to exactly the position after the control entry fails (lseek
+ * refuses negative directory offsets), which only a telldir() taken right there could ask.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +20,8 @@
 
 #include "log.h"
 #include "pt_i.h"
+
+#define PT_CTL_COOKIE INT64_MIN
 
 void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -92,6 +100,25 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 	size_t used = 0;
 	int rc = 0;
 
+	if (d->is_root && fs->ctl) {
+		if (off == 0) {
+			struct fuse_entry_param e;
+			size_t n;
+
+			ctl_root_entry(fs->ctl, &e);
+			if (plus)
+				n = fuse_add_direntry_plus(req, buf, size, fs->opts.ctl_dir, &e,
+							   PT_CTL_COOKIE);
+			else
+				n = fuse_add_direntry(req, buf, size, fs->opts.ctl_dir, &e.attr,
+						      PT_CTL_COOKIE);
+			if (n > size)
+				return 0;
+			used = n;
+		} else if (off == PT_CTL_COOKIE) {
+			off = 0;
+		}
+	}
 	if (off != d->offset) {
 		seekdir(d->dp, off);
 		d->pending = NULL;
@@ -112,7 +139,7 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 			d->pending = ent;
 		}
 		if (d->is_root && fs->opts.ctl_dir[0] && strcmp(ent->d_name, fs->opts.ctl_dir) == 0)
-			goto next; /* reserved: the control directory (TODO(lead): list it) */
+			goto next; /* reserved: the control directory, listed first */
 
 		memset(&e, 0, sizeof(e));
 		if (plus && !is_dot_or_dotdot(ent->d_name)) {

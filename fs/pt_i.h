@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ctl.h"
 #include "executor.h"
 #include "pt.h"
 #include "pt_inode.h"
@@ -48,6 +49,8 @@ struct pt_fs {
 	bool posix_locks;	 /* FUSE_CAP_POSIX_LOCKS negotiated; written by init only */
 	bool flock_locks;	 /* FUSE_CAP_FLOCK_LOCKS negotiated; written by init only */
 	struct pt_locks *locks;	 /* POSIX lock owners (pt_lock.c); own lock */
+	struct ctl *ctl;	 /* the control directory (ctl.h), NULL if ctl_dir is ""; own
+				    locking */
 	/* Open handles, so that pt_destroy() can free those whose RELEASE never came (unmount
 	 * may win the race against the kernel's asynchronous release). */
 	pthread_mutex_t handles_lock;	/* protects the two lists and the handles' links */
@@ -140,7 +143,7 @@ void pt__cred_leave(struct pt_fs *fs, struct pt_cred *c);
 
 /*
  * Control directory hook: looks up the control directory at the root. Returns 0 with *e filled
- * and a kernel reference taken, or -errno. TODO(lead): serve .cfqfs/; today it answers -ENOENT.
+ * (control node ids carry no reference count), or -ENOENT when the control directory is off.
  */
 int pt_ctl_lookup(struct pt_fs *fs, fuse_req_t req, struct fuse_entry_param *e);
 

@@ -10,6 +10,10 @@
  * symlink on SOURCE: lookups use O_PATH|O_NOFOLLOW, creation O_NOFOLLOW, stat
  * AT_SYMLINK_NOFOLLOW, and /proc re-opens are done only on non-symlink inodes.
  *
+ * Control directory: node ids with the top bit set (ctl_owns()) belong to ctl.c. Handlers on
+ * inodes forward them there first; operations that would create, remove, rename or link
+ * anything inside it answer EPERM (CTL_GUARD_EPERM), as documented in ctl.h.
+ *
  * Data requests (read, write_buf, fsync/fdatasync) are classified and handed to the executor,
  * which replies. Other data-touching requests run inline and so BYPASS THE SCHEDULER:
  * fallocate, copy_file_range (bounded to PT_COPY_CHUNK per request), lseek, flush.
@@ -133,8 +137,38 @@ static void file_free(struct pt_file *pf)
 	free(pf);
 }
 
+/* Requests on control nodes that change the tree: refused, whatever the node. */
+#define CTL_GUARD_EPERM(ino)                                                                 \
+	do {                                                                                 \
+		if (ctl_owns(ino)) {                                                         \
+			fuse_reply_err(req, EPERM);                                          \
+			return;                                                              \
+		}                                                                            \
+	} while (0)
+
+/* Requests on control nodes that have no meaning there: answered with `err`. */
+#define CTL_GUARD_ERR(ino, err)                                                              \
+	do {                                                                                 \
+		if (ctl_owns(ino)) {                                                         \
+			fuse_reply_err(req, (err));                                          \
+			return;                                                              \
+		}                                                                            \
+	} while (0)
+
 /* ---------------------------------------------------------------------------------------- */
 /* Entries                                                                                   */
+
+/* ".." of the control directory: the mount root. */
+static void ctl_parent_lookup(struct pt_fs *fs, fuse_req_t req)
+{
+	struct fuse_entry_param e;
+	int rc = pt__lookup_entry(fs, req, pt_itable_root(fs->it), ".", &e);
+
+	if (rc)
+		reply_err(req, rc);
+	else
+		reply_entry(fs, req, &e);
+}
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -143,6 +177,13 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct pt_inode *dir;
 	int rc;
 
+	if (ctl_owns(parent)) {
+		if (fs->ctl && ctl_is_root_dotdot(parent, name))
+			ctl_parent_lookup(fs, req);
+		else
+			ctl_lookup(fs->ctl, req, parent, name);
+		return;
+	}
 	dir = pt_inode_get(fs->it, parent);
 	if (!dir) {
 		reply_err(req, -ESTALE);
@@ -220,6 +261,7 @@ static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mod
 	struct pt_cred c;
 	int rc;
 
+	CTL_GUARD_EPERM(parent);
 	dir = pt_inode_get(fs->it, parent);
 	if (!dir) {
 		reply_err(req, -ESTALE);
@@ -269,6 +311,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	struct pt_inode *dir;
 	int rc;
 
+	CTL_GUARD_EPERM(parent);
 	dir = pt_inode_get(fs->it, parent);
 	if (!dir) {
 		reply_err(req, -ESTALE);
@@ -298,6 +341,8 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct pt_inode *odir, *ndir = NULL;
 	int rc;
 
+	CTL_GUARD_EPERM(parent);
+	CTL_GUARD_EPERM(newparent);
 	odir = pt_inode_get(fs->it, parent);
 	if (!odir) {
 		rc = -ESTALE;
@@ -343,6 +388,8 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct fuse_entry_param e;
 	int rc;
 
+	CTL_GUARD_EPERM(ino);
+	CTL_GUARD_EPERM(newparent);
 	memset(&e, 0, sizeof(e));
 	in = pt_inode_get(fs->it, ino);
 	if (!in) {
@@ -388,6 +435,10 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int rc = 0;
 
 	(void)fi;
+	if (ctl_owns(ino)) {
+		ctl_getattr(fs->ctl, req, ino);
+		return;
+	}
 	in = pt_inode_get(fs->it, ino);
 	if (!in) {
 		reply_err(req, -ESTALE);
@@ -505,6 +556,10 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	struct stat st;
 	int rc;
 
+	if (ctl_owns(ino)) {
+		ctl_setattr(fs->ctl, req, ino, attr, valid);
+		return;
+	}
 	in = pt_inode_get(fs->it, ino);
 	if (!in) {
 		reply_err(req, -ESTALE);
@@ -528,6 +583,7 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 	ssize_t n;
 	int rc = 0;
 
+	CTL_GUARD_ERR(ino, EINVAL); /* no symlinks there */
 	in = pt_inode_get(fs->it, ino);
 	if (!in) {
 		reply_err(req, -ESTALE);
@@ -588,6 +644,10 @@ static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct pt_inode *in;
 	int rc;
 
+	if (ctl_owns(ino)) {
+		ctl_access(fs->ctl, req, ino, mask);
+		return;
+	}
 	in = pt_inode_get(fs->it, ino);
 	if (!in) {
 		reply_err(req, -ESTALE);
@@ -609,6 +669,10 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char proc[32];
 	int fd, flags, rc = 0;
 
+	if (ctl_owns(ino)) {
+		ctl_open(fs->ctl, req, ino, fi);
+		return;
+	}
 	in = pt_inode_get(fs->it, ino);
 	if (!in) {
 		reply_err(req, -ESTALE);
@@ -690,6 +754,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct pt_inode *dir;
 	int fd = -1, rc;
 
+	CTL_GUARD_EPERM(parent);
 	dir = pt_inode_get(fs->it, parent);
 	if (!dir) {
 		reply_err(req, -ESTALE);
@@ -738,9 +803,36 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct pt_file *pf = pt__file(fi);
 	struct exec_tag tag;
 
-	(void)ino;
+	if (ctl_owns(ino)) {
+		ctl_read(pt__fs(req)->ctl, req, size, off, fi);
+		return;
+	}
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, true, &tag);
 	exec_read(pt__fs(req)->ex, req, pf->fd, size, off, &tag);
+}
+
+/* Largest write accepted by a control file [bytes]: one value, as sysfs takes one page. */
+#define CTL_MAX_WRITE 4096
+
+/* A write to a control file: the data may sit in a pipe (splice), so copy it out first. */
+static void ctl_write_buf(fuse_req_t req, struct fuse_bufvec *in_buf, struct fuse_file_info *fi)
+{
+	size_t size = fuse_buf_size(in_buf);
+	char buf[CTL_MAX_WRITE];
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	ssize_t n;
+
+	if (size > sizeof(buf)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	dst.buf[0].mem = buf;
+	n = fuse_buf_copy(&dst, in_buf, 0);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	ctl_write(pt__fs(req)->ctl, req, buf, (size_t)n, fi);
 }
 
 static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
@@ -749,7 +841,10 @@ static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	struct pt_file *pf = pt__file(fi);
 	struct exec_tag tag;
 
-	(void)ino;
+	if (ctl_owns(ino)) {
+		ctl_write_buf(req, in_buf, fi);
+		return;
+	}
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, false, &tag);
 	exec_write(pt__fs(req)->ex, req, pf->fd, in_buf, off, &tag);
 }
@@ -759,7 +854,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	struct pt_file *pf = pt__file(fi);
 	struct exec_tag tag;
 
-	(void)ino;
+	CTL_GUARD_ERR(ino, 0); /* nothing to make durable */
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, true, &tag);
 	exec_fsync(pt__fs(req)->ex, req, pf->fd, datasync != 0, &tag);
 }
@@ -769,7 +864,7 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct pt_fs *fs = pt__fs(req);
 	int fd, rc = 0;
 
-	(void)ino;
+	CTL_GUARD_ERR(ino, 0); /* writes were applied at write() */
 	/* Every close(2) sends FLUSH with the closing process as lock owner: POSIX drops that
 	 * process's record locks on the file, whichever descriptor it closes. */
 	if (fs->posix_locks)
@@ -784,7 +879,10 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	if (ctl_owns(ino)) {
+		ctl_release(pt__fs(req)->ctl, req, fi);
+		return;
+	}
 	pt__file_unlink(pt__fs(req), pt__file(fi));
 	/* Closing the fd also drops the handle's flock locks. */
 	file_free(pt__file(fi));
@@ -796,7 +894,7 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	int rc = 0;
 
-	(void)ino;
+	CTL_GUARD_ERR(ino, EOPNOTSUPP);
 	/* Inline, outside the scheduler: allocation is metadata-heavy and usually quick;
 	 * FALLOC_FL_ZERO_RANGE on a large range is the exception (documented). */
 	if (fallocate(pt__file(fi)->fd, mode, offset, length) == -1)
@@ -809,7 +907,7 @@ static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 {
 	off_t res;
 
-	(void)ino;
+	CTL_GUARD_ERR(ino, EINVAL); /* no holes in generated text */
 	/* The kernel only forwards SEEK_DATA/SEEK_HOLE. The shared fd offset this moves is never
 	 * used: all data I/O is positional. */
 	res = lseek(pt__file(fi)->fd, off, whence);
@@ -826,8 +924,8 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	loff_t in_off = off_in, out_off = off_out;
 	ssize_t n;
 
-	(void)ino_in;
-	(void)ino_out;
+	CTL_GUARD_ERR(ino_in, EOPNOTSUPP); /* the kernel falls back to read + write */
+	CTL_GUARD_ERR(ino_out, EOPNOTSUPP);
 	/* Inline and unscheduled (the backing filesystem may clone or copy in-kernel without
 	 * the data passing through us), but bounded per request; the caller loops on the
 	 * short count. */
@@ -848,12 +946,100 @@ static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 {
 	int rc = 0;
 
-	(void)ino;
+	CTL_GUARD_ERR(ino, ENOLCK);
 	/* flock locks belong to the open file description, which is exactly one FUSE handle
 	 * here, so semantics match. A blocking request waits on the session thread. */
 	if (flock(pt__file(fi)->fd, op) == -1)
 		rc = -errno;
 	reply_err(req, rc);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Handlers living elsewhere, behind the control-directory dispatch                          */
+
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ctl_owns(ino))
+		ctl_opendir(pt__fs(req)->ctl, req, ino, fi);
+	else
+		pt__opendir(req, ino, fi);
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	if (ctl_owns(ino))
+		ctl_readdir(pt__fs(req)->ctl, req, size, off, fi, false);
+	else
+		pt__readdir(req, ino, size, off, fi);
+}
+
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	if (ctl_owns(ino))
+		ctl_readdir(pt__fs(req)->ctl, req, size, off, fi, true);
+	else
+		pt__readdirplus(req, ino, size, off, fi);
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ctl_owns(ino))
+		ctl_releasedir(pt__fs(req)->ctl, req, fi);
+	else
+		pt__releasedir(req, ino, fi);
+}
+
+static void ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	CTL_GUARD_ERR(ino, 0);
+	pt__fsyncdir(req, ino, datasync, fi);
+}
+
+static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	CTL_GUARD_EPERM(ino);
+	pt__setxattr(req, ino, name, value, size, flags);
+}
+
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	CTL_GUARD_ERR(ino, ENODATA);
+	pt__getxattr(req, ino, name, size);
+}
+
+static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	if (ctl_owns(ino)) {
+		if (size == 0)
+			fuse_reply_xattr(req, 0);
+		else
+			fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	pt__listxattr(req, ino, size);
+}
+
+static void ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	CTL_GUARD_EPERM(ino);
+	pt__removexattr(req, ino, name);
+}
+
+static void ll_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	CTL_GUARD_ERR(ino, ENOLCK);
+	pt__getlk(req, ino, fi, lock);
+}
+
+static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	CTL_GUARD_ERR(ino, ENOLCK);
+	pt__setlk(req, ino, fi, lock, sleep);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -882,22 +1068,22 @@ static const struct fuse_lowlevel_ops pt_ops_table = {
 	.flush = ll_flush,
 	.release = ll_release,
 	.fsync = ll_fsync,
-	.opendir = pt__opendir,
-	.readdir = pt__readdir,
-	.readdirplus = pt__readdirplus,
-	.releasedir = pt__releasedir,
-	.fsyncdir = pt__fsyncdir,
+	.opendir = ll_opendir,
+	.readdir = ll_readdir,
+	.readdirplus = ll_readdirplus,
+	.releasedir = ll_releasedir,
+	.fsyncdir = ll_fsyncdir,
 	.statfs = ll_statfs,
 	.access = ll_access,
-	.setxattr = pt__setxattr,
-	.getxattr = pt__getxattr,
-	.listxattr = pt__listxattr,
-	.removexattr = pt__removexattr,
+	.setxattr = ll_setxattr,
+	.getxattr = ll_getxattr,
+	.listxattr = ll_listxattr,
+	.removexattr = ll_removexattr,
 	.fallocate = ll_fallocate,
 	.lseek = ll_lseek,
 	.copy_file_range = ll_copy_file_range,
-	.getlk = pt__getlk,
-	.setlk = pt__setlk,
+	.getlk = ll_getlk,
+	.setlk = ll_setlk,
 	.flock = ll_flock,
 };
 
