@@ -300,6 +300,11 @@ static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 	rq = sched_dispatch(ex->sd, now);
 	if (rq)
 		ex->in_flight++;
+	if (rq)
+		LOG_DEBUG("dispatch: queue %llu group %u op %u offset %llu len %llu merged %u",
+			  (unsigned long long)rq->queue_key, rq->group, rq->op,
+			  (unsigned long long)rq->offset, (unsigned long long)rq->merged_len,
+			  rq->nr_merged);
 	return rq;
 }
 

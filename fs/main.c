@@ -500,6 +500,7 @@ int main(int argc, char **argv)
 		.posix_lock = true,
 		.ctl_dir = cfg.ctl_dir,
 		.cls = cls,
+		.groups = groups,
 	};
 	fs = pt_create(&popts, ex, &err);
 	if (!fs) {
