@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "cli.h"
 #include "clock.h"
 #include "config.h"
 #include "executor.h"
@@ -178,6 +179,8 @@ static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 				no_more_opts = true;
 			} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 				fputs(usage_text, stdout);
+				fputs("\n", stdout);
+				fputs(cli_usage_text, stdout);
 				exit(0);
 			} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
 				printf("cfqfs %s (libfuse %s)\n", CFQFS_VERSION, fuse_pkgversion());
@@ -401,6 +404,23 @@ static void *reload_main(void *arg)
 	return NULL;
 }
 
+static int copy_info(void *arg, struct sched *sd)
+{
+	sched_get_info(sd, arg);
+	return 0;
+}
+
+/* Start-up line: what the scheduler decided (IOPS or time mode, hw_tag) and the control dir. */
+static void log_sched_info(struct executor *ex, unsigned depth, const char *ctl_dir)
+{
+	struct sched_info si;
+
+	exec_with_sched(ex, copy_info, &si);
+	LOG_INFO("scheduler %s: %s mode, hw_tag %d, depth %u; control directory %s%s",
+		 sched_policy_name(si.policy), si.iops_mode ? "IOPS" : "time", si.hw_tag, depth,
+		 ctl_dir[0] ? ctl_dir : "(disabled)", ctl_dir[0] ? "/" : "");
+}
+
 static int build_fuse_args(struct fuse_args *args, const struct cmdline *cl, const char *src)
 {
 	char *fsname;
@@ -447,6 +467,8 @@ int main(int argc, char **argv)
 	char src[PATH_MAX], mnt[PATH_MAX], desc[1024], why[256];
 	int status = 1, err;
 
+	if (cli_is_command(argc, argv)) /* cfqfs stat|set MOUNTPOINT ... (cli.h) */
+		return cli_main(argc, argv);
 	if (parse_cmdline(&cl, argc, argv))
 		goto out;
 	if (build_config(&cl, &cfg, true, desc, sizeof(desc))) {
@@ -547,6 +569,7 @@ int main(int argc, char **argv)
 	cfg_describe(&cfg, desc, sizeof(desc));
 	LOG_INFO("mounted %s on %s: %s; rotational=%s (%s)", src, mnt, desc,
 		 rotational ? "yes" : "no", why);
+	log_sched_info(ex, cfg.depth, cfg.ctl_dir);
 
 	if (cl.single_thread) {
 		err = fuse_session_loop(se);
