@@ -337,6 +337,13 @@ int cgt_set_weight(const struct cgt_hier *h, struct cgt *cg, unsigned weight)
 	return ret;
 }
 
+void cgt_weight_by_rule(struct cgt *cg, unsigned weight)
+{
+	cg->weight = weight;
+	cg->weight_in_file = false;
+	cg->weight_file[0] = '\0';
+}
+
 int cgt_move(const struct cgt *cg, pid_t pid)
 {
 	char path[PATH_MAX + 16], num[24];

@@ -97,6 +97,12 @@ int cgt_create(const struct cgt_hier *h, const char *suffix, struct cgt *cg);
  */
 int cgt_set_weight(const struct cgt_hier *h, struct cgt *cg, unsigned weight);
 
+/*
+ * Records `weight` [10..1000] for cgt_rules() only, leaving the cgroup's weight files alone:
+ * the configuration rule then sets it (rules take precedence over files). Cannot fail.
+ */
+void cgt_weight_by_rule(struct cgt *cg, unsigned weight);
+
 /* Moves process `pid` (all its threads; 0 = the caller) into the cgroup. Returns 0 or -errno.
  * Async-signal-safe and usable in a forked child. */
 int cgt_move(const struct cgt *cg, pid_t pid);

@@ -571,3 +571,28 @@ void wl_cr_mount(struct mnt *m, const char *conf_text, const char *opts)
 			       mnt_status_str(m, st, sizeof(st)));
 	}
 }
+
+int wl_iostat(struct mnt *m, const char *group, const char *key, uint64_t *val)
+{
+	static char text[65536];
+	size_t klen = strlen(key);
+	ssize_t n = mnt_get(mnt_path(m, ".cfqfs/io.stat"), text, sizeof(text) - 1);
+
+	if (n < 0)
+		return (int)n;
+	text[n] = '\0';
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		size_t glen = strcspn(line, " ");
+
+		if (glen != strlen(group) || strncmp(line, group, glen) != 0)
+			continue;
+		for (char *p = line + glen; (p = strstr(p, key)) != NULL; p += klen) {
+			if (p[-1] == ' ' && p[klen] == '=') {
+				*val = strtoull(p + klen + 1, NULL, 10);
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}

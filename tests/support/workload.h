@@ -148,4 +148,11 @@ char *wl_conf(char *buf, size_t len, const char *extra, struct cgt *const *cgs, 
  */
 void wl_cr_mount(struct mnt *m, const char *conf_text, const char *opts);
 
+/*
+ * Reads `key` (e.g. "rbytes", "wbytes") of group `group` from <mount>/.cfqfs/io.stat (one line
+ * per group: "NAME key=value ..."). Returns 0 and *val, -ENOENT when the mount has no io.stat
+ * (no control directory in this build) or no such group/key, or another -errno.
+ */
+int wl_iostat(struct mnt *m, const char *group, const char *key, uint64_t *val);
+
 #endif /* CFQFS_TEST_WORKLOAD_H */
