@@ -412,32 +412,31 @@ size_t pt_itable_count(struct pt_itable *t)
 	return n;
 }
 
-#ifndef NDEBUG
 bool pt_itable_check(struct pt_itable *t)
 {
 	size_t i, nkey = 0, nid = 0;
+	bool ok = true;
 
 	pthread_mutex_lock(&t->lock);
-	assert(t->root.hashed);
+	ok = ok && (t->root.hashed);
 	for (i = 0; i < t->nbuckets; i++) {
 		struct pt_inode *in;
 
 		for (in = t->by_key[i]; in; in = in->key_next) {
-			assert(in->hashed);
-			assert(key_bucket(t, in->dev, in->ino) == i);
-			assert(in == &t->root || in->nlookup > 0);
-			assert(find_id(t, in->nodeid) == in);
-			assert(in->nodeid < t->next_id);
+			ok = ok && (in->hashed);
+			ok = ok && (key_bucket(t, in->dev, in->ino) == i);
+			ok = ok && (in == &t->root || in->nlookup > 0);
+			ok = ok && (find_id(t, in->nodeid) == in);
+			ok = ok && (in->nodeid < t->next_id);
 			nkey++;
 		}
 		for (in = t->by_id[i]; in; in = in->id_next) {
-			assert(id_bucket(t, in->nodeid) == i);
-			assert(find_key(t, in->dev, in->ino) == in);
+			ok = ok && (id_bucket(t, in->nodeid) == i);
+			ok = ok && (find_key(t, in->dev, in->ino) == in);
 			nid++;
 		}
 	}
-	assert(nkey == t->count && nid == t->count);
+	ok = ok && (nkey == t->count && nid == t->count);
 	pthread_mutex_unlock(&t->lock);
-	return true;
+	return ok;
 }
-#endif

@@ -102,9 +102,8 @@ void pt_inode_forget(struct pt_itable *t, fuse_ino_t nodeid, uint64_t n);
 /* Number of inodes in the table, root included (tests, stats). Takes t->lock. */
 size_t pt_itable_count(struct pt_itable *t);
 
-#ifndef NDEBUG
-/* Asserts the table's invariants (SQLite PageSanity style). Takes t->lock. Returns true. */
+/* Checks the table's invariants (SQLite PageSanity style), in every build type. Takes
+ * t->lock. Returns true when they hold. */
 bool pt_itable_check(struct pt_itable *t);
-#endif
 
 #endif /* CFQFS_PT_INODE_H */
