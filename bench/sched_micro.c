@@ -11,12 +11,19 @@
  *     sched_micro                      the matrix: queues 1, 64, 1024, 16384 x groups 1, 10, 1000
  *                                      (combinations with fewer queues than groups are skipped)
  *     sched_micro --queues 1024 --groups 10 [--reqs R] [--runs K] [--policy cfq|deadline|noop]
+ *     sched_micro --rotational 1       the matrix on a rotational device (slice_idle 8: the
+ *                                      16 ms slice floor keeps queue switches rare); default 0
+ *                                      (slice_idle 0, IOPS mode: with many queues low_latency
+ *                                      scales slices below one request, so the core switches
+ *                                      queues every request or two; switches/1k shows it)
  *
- * Output, one line per combination: queues=N groups=G ns_per_req=X (median of --runs runs).
+ * Output, one line per combination: queues=N groups=G ns_per_req=X switches_per_1k=S (median of
+ * --runs runs; S = queue changes between consecutive dispatches per 1000 requests).
  * bench/sched_micro_callgrind.sh runs one combination under callgrind, counting only
  * measure_loop(), and prints instructions per request.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,8 @@ struct bench {
 	unsigned nqueues;
 	sched_ns now;		/* [ns] simulated clock */
 	sched_ns step;		/* [ns] per request */
+	uint64_t switches;	/* dispatches from another queue than the previous one */
+	uint64_t last_key;	/* queue of the previous dispatch */
 	uint64_t *next_off;	/* per queue [bytes] */
 };
 
@@ -62,8 +71,8 @@ static int fill(struct bench *b, struct sched_rq *rq, unsigned q)
 	return sched_enqueue(b->sd, rq, b->now);
 }
 
-static int bench_setup(struct bench *b, enum sched_policy policy, unsigned nqueues,
-		       unsigned ngroups, sched_ns step)
+static int bench_setup(struct bench *b, enum sched_policy policy, bool rotational,
+		       unsigned nqueues, unsigned ngroups, sched_ns step)
 {
 	uint32_t *gids = NULL;
 	int ret = -ENOMEM;
@@ -71,7 +80,7 @@ static int bench_setup(struct bench *b, enum sched_policy policy, unsigned nqueu
 	memset(b, 0, sizeof(*b));
 	b->nqueues = nqueues;
 	b->step = step;
-	b->sd = sched_create(policy, false);
+	b->sd = sched_create(policy, rotational);
 	b->pool = calloc((size_t)nqueues * PER_QUEUE, sizeof(*b->pool));
 	b->group_of = calloc(nqueues, sizeof(*b->group_of));
 	b->next_off = calloc(nqueues, sizeof(*b->next_off));
@@ -133,6 +142,8 @@ static uint64_t step_loop(struct bench *b, uint64_t n)
 			b->now = sched_time_after(t, b->now) ? t : b->now + 1000;
 			continue;
 		}
+		b->switches += rq->queue_key != b->last_key;
+		b->last_key = rq->queue_key;
 		b->now += b->step;
 		sched_complete(b->sd, rq, 0, b->now);
 		q = (unsigned)(rq->queue_key - 1);
@@ -156,17 +167,17 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int run_combo(enum sched_policy policy, unsigned nq, unsigned ng, uint64_t reqs,
-		     unsigned runs, sched_ns step)
+static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, unsigned ng,
+		     uint64_t reqs, unsigned runs, sched_ns step)
 {
-	double res[16];
+	double res[16], sw[16];
 
 	if (runs > 16)
 		runs = 16;
 	for (unsigned r = 0; r < runs; r++) {
 		struct bench b;
 		uint64_t t0, t1, done;
-		int ret = bench_setup(&b, policy, nq, ng, step);
+		int ret = bench_setup(&b, policy, rotational, nq, ng, step);
 
 		if (ret != 0) {
 			fprintf(stderr, "sched_micro: setup queues=%u groups=%u: %s\n", nq, ng,
@@ -176,6 +187,7 @@ static int run_combo(enum sched_policy policy, unsigned nq, unsigned ng, uint64_
 		}
 		/* warm-up: every queue dispatched at least once, structures at steady size */
 		step_loop(&b, (uint64_t)nq * PER_QUEUE + 1000);
+		b.switches = 0;
 		t0 = wall_ns();
 		done = measure_loop(&b, reqs);
 		t1 = wall_ns();
@@ -186,9 +198,12 @@ static int run_combo(enum sched_policy policy, unsigned nq, unsigned ng, uint64_
 			return 1;
 		}
 		res[r] = (double)(t1 - t0) / (double)reqs;
+		sw[r] = 1000.0 * (double)b.switches / (double)reqs;
 	}
 	qsort(res, runs, sizeof(res[0]), cmp_double);
-	printf("queues=%u groups=%u ns_per_req=%.1f\n", nq, ng, res[runs / 2]);
+	qsort(sw, runs, sizeof(sw[0]), cmp_double);
+	printf("queues=%u groups=%u ns_per_req=%.1f switches_per_1k=%.1f\n", nq, ng, res[runs / 2],
+	       sw[runs / 2]);
 	fflush(stdout);
 	return 0;
 }
@@ -196,7 +211,7 @@ static int run_combo(enum sched_policy policy, unsigned nq, unsigned ng, uint64_
 static void usage(void)
 {
 	fprintf(stderr, "usage: sched_micro [--queues N --groups G] [--reqs R] [--runs K]\n"
-			"                   [--policy cfq|deadline|noop] [--step-us U]\n");
+			"                   [--policy cfq|deadline|noop] [--step-us U] [--rotational 0|1]\n");
 }
 
 int main(int argc, char **argv)
@@ -207,6 +222,7 @@ int main(int argc, char **argv)
 	unsigned nq = 0, ng = 0, runs = 5;
 	uint64_t reqs = 200000;
 	sched_ns step = 20 * SCHED_NS_PER_US;
+	bool rotational = false;
 	int ret = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -224,6 +240,8 @@ int main(int argc, char **argv)
 			reqs = strtoull(v, NULL, 10);
 		else if (strcmp(a, "--runs") == 0)
 			runs = (unsigned)strtoul(v, NULL, 10);
+		else if (strcmp(a, "--rotational") == 0)
+			rotational = strtoul(v, NULL, 10) != 0;
 		else if (strcmp(a, "--step-us") == 0)
 			step = strtoull(v, NULL, 10) * SCHED_NS_PER_US;
 		else if (strcmp(a, "--policy") == 0) {
@@ -242,10 +260,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (nq != 0)
-		return run_combo(policy, nq, ng, reqs, runs, step);
+		return run_combo(policy, rotational, nq, ng, reqs, runs, step);
 	for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++)
 		for (size_t j = 0; j < sizeof(groups) / sizeof(groups[0]); j++)
 			if (queues[i] >= groups[j])
-				ret |= run_combo(policy, queues[i], groups[j], reqs, runs, step);
+				ret |= run_combo(policy, rotational, queues[i], groups[j], reqs,
+						 runs, step);
 	return ret;
 }

@@ -19,7 +19,7 @@ command -v valgrind >/dev/null 2>&1 || { echo "sched_micro_callgrind: valgrind m
 out=$(mktemp "${TMPDIR:-/tmp}/sched_micro.callgrind.XXXXXX")
 trap 'rm -f "$out"' EXIT INT TERM
 
-valgrind --tool=callgrind --collect-atstart=no --toggle-collect=measure_loop \
+valgrind --tool=callgrind --collect-atstart=no --toggle-collect='measure_loop*' \
 	--callgrind-out-file="$out" "$bin" --queues "$queues" --groups "$groups" \
 	--reqs "$reqs" --runs 1 --policy "$policy" >/dev/null 2>&1
 
