@@ -1,0 +1,1376 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ctl: the control directory through a real mount - every file read and written, formats
+ * checked against the cgroup v2 io.stat and Prometheus text conventions (small parsers below,
+ * plus `promtool check metrics` when installed), live switches of scheduler and tunables under
+ * a reading and writing load without a lost or corrupted request, stats that add up to what the
+ * workload moved (the mount uses direct_io so every byte reaches the scheduler), permissions,
+ * refused tree changes, and the `cfqfs stat` / `cfqfs set` commands.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "mount.h"
+#include "sched.h"
+
+static struct mnt M;
+
+static void setup(void)
+{
+	static const char *const args[] = { "-o", "direct_io,allow_other", NULL };
+
+	mnt_cr_setup(&M, args);
+}
+
+static void teardown(void)
+{
+	mnt_cr_teardown(&M);
+}
+
+TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Helpers                                                                                   */
+
+static const char *ctl(const char *rel)
+{
+	static char buf[4][PATH_MAX];
+	static int n;
+	char *b = buf[n++ % 4];
+
+	if (snprintf(b, PATH_MAX, "%s/.cfqfs%s%s", M.mnt, rel[0] ? "/" : "", rel) >= PATH_MAX)
+		cr_assert_fail("path too long");
+	return b;
+}
+
+/* Whole file in reads of `chunk` bytes; NUL-terminated, caller frees. NULL with errno set. */
+static char *slurp_chunked(const char *path, size_t chunk)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || !buf) {
+		int e = errno;
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - n < chunk + 1) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			cr_assert_not_null(buf);
+		}
+		r = read(fd, buf + n, chunk);
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return buf;
+}
+
+static char *slurp(const char *path)
+{
+	char *s = slurp_chunked(path, 65536);
+
+	cr_assert_not_null(s, "reading %s: %s", path, strerror(errno));
+	return s;
+}
+
+/* One write(2) of s. Returns 0 or -errno. */
+static int put(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int64_t read_int(const char *path)
+{
+	char *s = slurp(path), *end;
+	long long v = strtoll(s, &end, 10);
+
+	cr_assert(end != s && strcmp(end, "\n") == 0, "%s: not one number and a newline: '%s'",
+		  path, s);
+	free(s);
+	return v;
+}
+
+/* Sorted names of a directory (without . and ..), joined by ' ' into buf. */
+static void list_dir(const char *path, char *buf, size_t size)
+{
+	char *names[256];
+	int n = 0;
+	DIR *d = opendir(path);
+	struct dirent *de;
+
+	cr_assert_not_null(d, "opendir %s: %s", path, strerror(errno));
+	while ((de = readdir(d)) && n < 256)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			char *t = names[j];
+			names[j] = names[j - 1];
+			names[j - 1] = t;
+		}
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			strncat(buf, " ", size - strlen(buf) - 1);
+		strncat(buf, names[i], size - strlen(buf) - 1);
+		free(names[i]);
+	}
+}
+
+static void expected_tunables(enum sched_policy p, char *buf, size_t size)
+{
+	const char *names[64];
+	int n = 0;
+
+	for (const struct sched_tunable_desc *d = sched_tunables(p); d->name; d++)
+		names[n++] = d->name;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			const char *t = names[j];
+			names[j] = names[j - 1];
+			names[j - 1] = t;
+		}
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			strncat(buf, " ", size - strlen(buf) - 1);
+		strncat(buf, names[i], size - strlen(buf) - 1);
+	}
+}
+
+/* --- io.stat parser: "NAME k=v k=v ..." with the documented keys in order ----------------- */
+
+static const char *const iostat_keys[] = { "rbytes",	 "wbytes",	 "rios",   "wios",
+					   "dbytes",	 "dios",	 "wait_usec", "service_usec",
+					   "slices",	 "idle_usec",	 "merged", "queued",
+					   "p99_usec" };
+#define NKEYS (sizeof(iostat_keys) / sizeof(iostat_keys[0]))
+
+struct iostat_line {
+	char name[256];
+	uint64_t v[NKEYS];
+};
+
+/* Parses io.stat text into rows; asserts the format. Returns the row count. */
+static int parse_iostat(const char *text, struct iostat_line *rows, int max)
+{
+	char *copy = strdup(text), *save = NULL;
+	int n = 0;
+
+	cr_assert(text[0] == '\0' || text[strlen(text) - 1] == '\n', "io.stat not newline-terminated");
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tsave = NULL, *tok = strtok_r(line, " ", &tsave);
+		size_t k = 0;
+
+		cr_assert(n < max);
+		cr_assert_not_null(tok);
+		snprintf(rows[n].name, sizeof(rows[n].name), "%s", tok);
+		ctl_unescape_field(rows[n].name);
+		while ((tok = strtok_r(NULL, " ", &tsave))) {
+			char *eq = strchr(tok, '='), *end;
+
+			cr_assert_not_null(eq, "io.stat token without '=': %s", tok);
+			*eq = '\0';
+			cr_assert(k < NKEYS && !strcmp(tok, iostat_keys[k]),
+				  "io.stat key %zu is '%s', expected '%s'", k, tok,
+				  k < NKEYS ? iostat_keys[k] : "(none)");
+			rows[n].v[k] = strtoull(eq + 1, &end, 10);
+			cr_assert(end != eq + 1 && *end == '\0', "io.stat value '%s'", eq + 1);
+			k++;
+		}
+		cr_assert_eq(k, NKEYS, "io.stat line of %s has %zu keys", rows[n].name, k);
+		cr_assert_eq(rows[n].v[4], 0); /* dbytes */
+		cr_assert_eq(rows[n].v[5], 0); /* dios */
+		n++;
+	}
+	free(copy);
+	return n;
+}
+
+/* Sum of key k over all groups. */
+static uint64_t iostat_sum(int key)
+{
+	struct iostat_line rows[64];
+	char *t = slurp(ctl("io.stat"));
+	int n = parse_iostat(t, rows, 64);
+	uint64_t s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += rows[i].v[key];
+	free(t);
+	return s;
+}
+
+/* --- Prometheus text exposition parser ---------------------------------------------------- */
+
+struct prom_family {
+	char name[128];
+	char type[16];
+	bool help;
+};
+
+struct prom_check {
+	struct prom_family fam[128];
+	int nfam;
+	int samples;
+	/* histogram series state */
+	char series[512];
+	double last_le;
+	double last_bucket;
+	double inf_bucket;
+	bool have_inf;
+};
+
+static bool prom_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_' || s[0] == ':'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == ':'))
+			return false;
+	return true;
+}
+
+static struct prom_family *prom_fam(struct prom_check *pc, const char *name)
+{
+	for (int i = 0; i < pc->nfam; i++)
+		if (!strcmp(pc->fam[i].name, name))
+			return &pc->fam[i];
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+
+	return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Parses labels at *p ('{' ... '}'); fills the value of label `want` (if any) into out and the
+ * labels other than "le" into key. Returns false on a syntax error. */
+static bool prom_labels(const char **pp, const char *want, char *out, size_t outsz, char *key,
+			size_t keysz)
+{
+	const char *p = *pp;
+
+	out[0] = '\0';
+	key[0] = '\0';
+	if (*p != '{')
+		return true;
+	p++;
+	while (*p != '}') {
+		const char *n0 = p;
+		char name[64], val[512];
+		size_t vn = 0;
+
+		while (isalnum((unsigned char)*p) || *p == '_')
+			p++;
+		if (p == n0 || (size_t)(p - n0) >= sizeof(name) || *p != '=' || p[1] != '"')
+			return false;
+		memcpy(name, n0, (size_t)(p - n0));
+		name[p - n0] = '\0';
+		p += 2;
+		while (*p != '"') {
+			if (*p == '\0' || *p == '\n')
+				return false;
+			if (*p == '\\') {
+				if (p[1] != '\\' && p[1] != '"' && p[1] != 'n')
+					return false;
+				p++;
+			}
+			if (vn < sizeof(val) - 1)
+				val[vn++] = *p;
+			p++;
+		}
+		val[vn] = '\0';
+		p++;
+		if (!strcmp(name, want))
+			snprintf(out, outsz, "%s", val);
+		else
+			snprintf(key + strlen(key), keysz - strlen(key), "%s=%s,", name, val);
+		if (*p == ',')
+			p++;
+		else if (*p != '}')
+			return false;
+	}
+	*pp = p + 1;
+	return true;
+}
+
+static void prom_finish_series(struct prom_check *pc, const char *base, double count)
+{
+	(void)base;
+	cr_assert(pc->have_inf, "histogram series %s has no +Inf bucket", pc->series);
+	cr_assert(pc->inf_bucket == count, "histogram %s: +Inf bucket %g != _count %g", pc->series,
+		  pc->inf_bucket, count);
+	pc->have_inf = false;
+	pc->series[0] = '\0';
+}
+
+/* Checks a whole exposition; asserts on the first violation. */
+static void prom_check_text(const char *text, struct prom_check *pc)
+{
+	const char *line = text;
+
+	memset(pc, 0, sizeof(*pc));
+	cr_assert(text[0] && text[strlen(text) - 1] == '\n', "metrics must end with a newline");
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		char l[2048];
+
+		cr_assert_not_null(nl);
+		cr_assert((size_t)(nl - line) < sizeof(l));
+		memcpy(l, line, (size_t)(nl - line));
+		l[nl - line] = '\0';
+		line = nl + 1;
+
+		if (!strncmp(l, "# HELP ", 7) || !strncmp(l, "# TYPE ", 7)) {
+			char *name = l + 7, *sp = strchr(name, ' ');
+			struct prom_family *f;
+
+			cr_assert_not_null(sp, "bad comment line: %s", l);
+			*sp = '\0';
+			cr_assert(prom_name_ok(name, strlen(name)), "bad metric name %s", name);
+			f = prom_fam(pc, name);
+			if (!f) {
+				cr_assert(pc->nfam < 128);
+				f = &pc->fam[pc->nfam++];
+				snprintf(f->name, sizeof(f->name), "%s", name);
+			}
+			if (l[2] == 'H') {
+				cr_assert(!f->help, "second HELP for %s", name);
+				cr_assert(sp[1] != '\0', "empty HELP for %s", name);
+				f->help = true;
+			} else {
+				const char *t = sp + 1;
+
+				cr_assert(!f->type[0], "second TYPE for %s", name);
+				cr_assert(!strcmp(t, "counter") || !strcmp(t, "gauge") ||
+						  !strcmp(t, "histogram") || !strcmp(t, "summary") ||
+						  !strcmp(t, "untyped"),
+					  "bad TYPE %s", t);
+				snprintf(f->type, sizeof(f->type), "%s", t);
+				if (!strcmp(t, "counter"))
+					cr_assert(ends_with(name, "_total"),
+						  "counter %s does not end in _total", name);
+			}
+			continue;
+		}
+		cr_assert(l[0] != '#' && l[0] != '\0', "unexpected line: '%s'", l);
+
+		/* sample: name{labels} value */
+		const char *p = l;
+		char name[128], le[64], key[1024], fam[128];
+		struct prom_family *f;
+		char *end;
+		double v;
+
+		while (isalnum((unsigned char)*p) || *p == '_' || *p == ':')
+			p++;
+		cr_assert(prom_name_ok(l, (size_t)(p - l)) && (size_t)(p - l) < sizeof(name),
+			  "bad sample name in '%s'", l);
+		memcpy(name, l, (size_t)(p - l));
+		name[p - l] = '\0';
+		cr_assert(prom_labels(&p, "le", le, sizeof(le), key, sizeof(key)),
+			  "bad labels in '%s'", l);
+		cr_assert(*p == ' ', "no space before the value in '%s'", l);
+		p++;
+		errno = 0;
+		v = strtod(p, &end);
+		cr_assert(end != p && *end == '\0' && errno == 0, "bad value in '%s'", l);
+		pc->samples++;
+
+		snprintf(fam, sizeof(fam), "%s", name);
+		f = prom_fam(pc, fam);
+		if (!f) {
+			static const char *const sufs[] = { "_bucket", "_sum", "_count" };
+			for (size_t i = 0; i < 3 && !f; i++) {
+				if (ends_with(name, sufs[i])) {
+					fam[strlen(name) - strlen(sufs[i])] = '\0';
+					f = prom_fam(pc, fam);
+				}
+			}
+		}
+		cr_assert_not_null(f, "sample %s without HELP/TYPE", name);
+		cr_assert(f->help && f->type[0], "sample %s: family lacks HELP or TYPE", name);
+		if (strcmp(f->type, "histogram") != 0) {
+			cr_assert(!le[0] && !strcmp(fam, name), "%s: le label outside a histogram",
+				  name);
+			continue;
+		}
+		if (ends_with(name, "_bucket")) {
+			cr_assert(le[0], "%s without le", name);
+			if (strcmp(pc->series, key) != 0) {
+				cr_assert(!pc->series[0] || pc->have_inf == false,
+					  "series %s left without _count", pc->series);
+				if (snprintf(pc->series, sizeof(pc->series), "%s", key) >=
+				    (int)sizeof(pc->series))
+					cr_assert_fail("label set too long");
+				pc->last_le = -1;
+				pc->last_bucket = 0;
+				pc->have_inf = false;
+			}
+			double lev = !strcmp(le, "+Inf") ? 1e308 : strtod(le, &end);
+			cr_assert(lev > pc->last_le, "%s: le %s not increasing", key, le);
+			cr_assert(v >= pc->last_bucket, "%s: bucket le=%s decreases (%g < %g)", key,
+				  le, v, pc->last_bucket);
+			pc->last_le = lev;
+			pc->last_bucket = v;
+			if (!strcmp(le, "+Inf")) {
+				pc->have_inf = true;
+				pc->inf_bucket = v;
+			}
+		} else if (ends_with(name, "_count")) {
+			cr_assert(!strcmp(pc->series, key), "%s: _count for another series", name);
+			prom_finish_series(pc, fam, v);
+		} else {
+			cr_assert(ends_with(name, "_sum"), "unexpected histogram sample %s", name);
+		}
+	}
+}
+
+/* Value of the sample line that starts with `prefix` (exact name and labels). */
+static double prom_value(const char *text, const char *prefix)
+{
+	const char *p = text;
+	size_t n = strlen(prefix);
+
+	while ((p = strstr(p, prefix))) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+		p += n;
+	}
+	cr_assert_fail("no sample %s", prefix);
+	return 0;
+}
+
+/* --- JSON syntax checker (RFC 8259 grammar, no semantics) ------------------------------- */
+
+static const char *json_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_string(const char *p)
+{
+	if (*p != '"')
+		return NULL;
+	for (p++; *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)p[i]))
+						return NULL;
+				p += 4;
+			} else if (!strchr("\"\\/bfnrt", *p) || !*p) {
+				return NULL;
+			}
+		}
+	}
+	return p + 1;
+}
+
+static const char *json_value(const char *p, int depth)
+{
+	p = json_ws(p);
+	if (depth > 32)
+		return NULL;
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		bool obj = *p == '{';
+
+		p = json_ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (obj) {
+				p = json_string(json_ws(p));
+				if (!p)
+					return NULL;
+				p = json_ws(p);
+				if (*p != ':')
+					return NULL;
+				p++;
+			}
+			p = json_value(p, depth + 1);
+			if (!p)
+				return NULL;
+			p = json_ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p != ',')
+				return NULL;
+			p++;
+		}
+	}
+	if (*p == '"')
+		return json_string(p);
+	if (!strncmp(p, "true", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	if (!strncmp(p, "null", 4))
+		return p + 4;
+	if (*p == '-' || isdigit((unsigned char)*p)) {
+		char *end;
+		strtod(p, &end);
+		return end == p ? NULL : end;
+	}
+	return NULL;
+}
+
+static void json_check(const char *text)
+{
+	const char *end = json_value(text, 0);
+
+	cr_assert_not_null(end, "stat.json is not valid JSON:\n%s", text);
+	end = json_ws(end);
+	cr_assert(*end == '\0', "trailing data after the JSON document: %s", end);
+}
+
+/* --- workload ----------------------------------------------------------------------------- */
+
+static unsigned char pattern(uint64_t off, unsigned seed)
+{
+	return (unsigned char)((off * 131 + seed * 7 + (off >> 12)) & 0xff);
+}
+
+#define CHUNK 65536u
+
+/* Writes `size` bytes of pattern(seed) to path in CHUNK writes. 0 or errno. */
+static int write_pattern(const char *path, size_t size, unsigned seed)
+{
+	unsigned char buf[CHUNK];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return errno;
+	for (size_t off = 0; off < size; off += CHUNK) {
+		size_t n = size - off < CHUNK ? size - off : CHUNK;
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern(off + i, seed);
+		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) {
+			int e = errno ? errno : EIO;
+			close(fd);
+			return e;
+		}
+	}
+	return close(fd) == 0 ? 0 : errno;
+}
+
+/* Reads exactly `size` bytes (never past EOF: every read is charged) and verifies them. */
+static int verify_pattern(const char *path, size_t size, unsigned seed)
+{
+	unsigned char buf[CHUNK];
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return errno;
+	for (size_t off = 0; off < size; off += CHUNK) {
+		size_t n = size - off < CHUNK ? size - off : CHUNK;
+
+		if (pread(fd, buf, n, (off_t)off) != (ssize_t)n) {
+			close(fd);
+			return EIO;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (buf[i] != pattern(off + i, seed)) {
+				fprintf(stderr, "%s: byte %zu differs\n", path, off + i);
+				close(fd);
+				return EBADMSG;
+			}
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+static pid_t spawn(int (*fn)(void *), void *arg)
+{
+	pid_t p = fork();
+
+	cr_assert(p >= 0);
+	if (p == 0)
+		_exit(fn(arg));
+	return p;
+}
+
+/* Waits for pid up to timeout_ms; returns its exit code (128+sig if killed by a signal). */
+static int reap(pid_t pid, int timeout_ms)
+{
+	int st;
+
+	for (int t = 0; t < timeout_ms; t += 10) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return 255;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Layout and formats                                                                        */
+
+Test(ctl, layout_lists_every_file)
+{
+	char buf[4096], want[4096];
+	struct stat st;
+
+	list_dir(mnt_path(&M, ""), buf, sizeof(buf));
+	cr_assert(strstr(buf, ".cfqfs") != NULL, "root listing lacks .cfqfs: %s", buf);
+	list_dir(ctl(""), buf, sizeof(buf));
+	cr_assert_str_eq(buf, "groups io.stat iosched metrics queues scheduler stat.json");
+	list_dir(ctl("iosched"), buf, sizeof(buf));
+	expected_tunables(SCHED_POLICY_CFQ, want, sizeof(want));
+	cr_assert_str_eq(buf, want);
+	list_dir(ctl("groups"), buf, sizeof(buf));
+	cr_assert(strstr(buf, "%2F") != NULL, "no root group directory: %s", buf);
+	list_dir(ctl("groups/%2F"), buf, sizeof(buf));
+	cr_assert_str_eq(buf, "io.stat procs weight");
+
+	MNT_EXPECT_OK(stat(ctl(""), &st));
+	cr_assert(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0755);
+	cr_assert_eq(st.st_uid, getuid());
+	MNT_EXPECT_OK(stat(ctl("scheduler"), &st));
+	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644);
+	MNT_EXPECT_OK(stat(ctl("io.stat"), &st));
+	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0444);
+	MNT_EXPECT_OK(stat(ctl("iosched/slice_idle"), &st));
+	cr_assert((st.st_mode & 07777) == 0644);
+	MNT_EXPECT_OK(stat(ctl("groups/%2F/weight"), &st));
+	cr_assert((st.st_mode & 07777) == 0644);
+	MNT_EXPECT_ERRNO(stat(ctl("nonexistent"), &st), ENOENT);
+	MNT_EXPECT_ERRNO(stat(ctl("iosched/read_expire"), &st), ENOENT); /* deadline's */
+	/* ".." of the control directory is the mount root */
+	struct stat a, b;
+	MNT_EXPECT_OK(stat(mnt_path(&M, ".cfqfs/.."), &a));
+	MNT_EXPECT_OK(stat(mnt_path(&M, ""), &b));
+	cr_assert_eq(a.st_ino, b.st_ino);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, every_file_is_newline_terminated_text)
+{
+	static const char *const files[] = { "scheduler",	  "io.stat",	    "queues",
+					     "metrics",		  "stat.json",	    "iosched/quantum",
+					     "groups/%2F/weight", "groups/%2F/io.stat" };
+
+	cr_assert_eq(mnt_put(mnt_path(&M, "f"), "x", 1, 0644), 0);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *s = slurp(ctl(files[i]));
+
+		cr_assert(s[0] && s[strlen(s) - 1] == '\n', "%s is empty or lacks a newline",
+			  files[i]);
+		cr_assert_eq(strlen(s), strcspn(s, "\t\r"), "%s has tabs or CRs", files[i]);
+		free(s);
+	}
+	/* procs may be empty; when not, one pid per line */
+	char *s = slurp(ctl("groups/%2F/procs"));
+	for (char *p = s; *p; p++)
+		cr_assert(isdigit((unsigned char)*p) || *p == '\n', "procs: '%s'", s);
+	free(s);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, small_reads_see_one_snapshot)
+{
+	/* 7-byte reads of metrics, while I/O runs, still parse as one consistent exposition */
+	cr_assert_eq(mnt_put(mnt_path(&M, "f"), "hello", 5, 0644), 0);
+	for (int i = 0; i < 5; i++) {
+		char buf[5];
+		struct prom_check pc;
+		char *big = slurp_chunked(ctl("metrics"), 7);
+
+		cr_assert_not_null(big);
+		cr_assert_eq(mnt_get(mnt_path(&M, "f"), buf, 5), 5);
+		prom_check_text(big, &pc);
+		free(big);
+	}
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, scheduler_switches_and_lists_its_tunables)
+{
+	char buf[4096], want[4096], *s;
+
+	s = slurp(ctl("scheduler"));
+	cr_assert_str_eq(s, "noop deadline [cfq]\n");
+	free(s);
+	MNT_EXPECT_OK(put(ctl("scheduler"), "deadline\n"));
+	s = slurp(ctl("scheduler"));
+	cr_assert_str_eq(s, "noop [deadline] cfq\n");
+	free(s);
+	list_dir(ctl("iosched"), buf, sizeof(buf));
+	expected_tunables(SCHED_POLICY_DEADLINE, want, sizeof(want));
+	cr_assert_str_eq(buf, want);
+	cr_assert_eq(read_int(ctl("iosched/read_expire")), 500);
+
+	cr_assert_eq(put(ctl("scheduler"), "bogus\n"), -EINVAL);
+	cr_assert_eq(put(ctl("scheduler"), "cfq extra\n"), -EINVAL);
+	cr_assert_eq(put(ctl("scheduler"), "\n"), -EINVAL);
+	s = slurp(ctl("scheduler"));
+	cr_assert_str_eq(s, "noop [deadline] cfq\n", "a refused write changed the scheduler");
+	free(s);
+
+	MNT_EXPECT_OK(put(ctl("scheduler"), "noop"));
+	list_dir(ctl("iosched"), buf, sizeof(buf));
+	cr_assert_str_eq(buf, "max_merge_kb");
+	MNT_EXPECT_OK(put(ctl("scheduler"), "cfq\n"));
+	list_dir(ctl("iosched"), buf, sizeof(buf));
+	expected_tunables(SCHED_POLICY_CFQ, want, sizeof(want));
+	cr_assert_str_eq(buf, want);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, tunables_apply_valid_values_and_refuse_bad_ones)
+{
+	for (const struct sched_tunable_desc *d = sched_tunables(SCHED_POLICY_CFQ); d->name; d++) {
+		char rel[128], v[64];
+		int64_t orig;
+
+		snprintf(rel, sizeof(rel), "iosched/%s", d->name);
+		orig = read_int(ctl(rel));
+		cr_assert(orig >= d->min && orig <= d->max, "%s = %" PRId64 " out of its range",
+			  d->name, orig);
+		snprintf(v, sizeof(v), "%" PRId64 "\n", d->min);
+		MNT_EXPECT_OK(put(ctl(rel), v));
+		cr_assert_eq(read_int(ctl(rel)), d->min, "%s min", d->name);
+		snprintf(v, sizeof(v), "%" PRId64, d->max); /* no newline is fine too */
+		MNT_EXPECT_OK(put(ctl(rel), v));
+		cr_assert_eq(read_int(ctl(rel)), d->max, "%s max", d->name);
+
+		static const char *const bad[] = { "abc\n", "5x\n", "", "\n", " 5\n", "5 \n",
+						   "5\n\n", "0x10\n", "99999999999999999999999\n" };
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			cr_assert_eq(put(ctl(rel), bad[i]), bad[i][0] ? -EINVAL : 0,
+				     "%s <- '%s' accepted", d->name, bad[i]);
+			cr_assert_eq(read_int(ctl(rel)), d->max, "%s changed by '%s'", d->name,
+				     bad[i]);
+		}
+		snprintf(v, sizeof(v), "%" PRId64 "\n", d->max + 1);
+		cr_assert_eq(put(ctl(rel), v), -EINVAL, "%s above max accepted", d->name);
+		snprintf(v, sizeof(v), "%" PRId64 "\n", d->min - 1);
+		cr_assert_eq(put(ctl(rel), v), -EINVAL, "%s below min accepted", d->name);
+		cr_assert_eq(read_int(ctl(rel)), d->max);
+		snprintf(v, sizeof(v), "%" PRId64 "\n", orig);
+		MNT_EXPECT_OK(put(ctl(rel), v));
+	}
+	/* a tunable file opened under one policy refuses writes after a switch */
+	int fd = open(ctl("iosched/slice_idle"), O_WRONLY);
+	cr_assert(fd >= 0);
+	MNT_EXPECT_OK(put(ctl("scheduler"), "noop\n"));
+	MNT_EXPECT_ERRNO(write(fd, "3\n", 2), ENOENT);
+	close(fd);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, iostat_is_cgroup_v2_format_and_adds_up)
+{
+	const size_t wsize = 3 * 1024 * 1024 + 12345;
+	uint64_t r0, w0, r1, w1;
+	struct iostat_line rows[64];
+	char *t;
+	int n;
+
+	r0 = iostat_sum(0);
+	w0 = iostat_sum(1);
+	cr_assert_eq(write_pattern(mnt_path(&M, "data"), wsize, 3), 0);
+	cr_assert_eq(verify_pattern(mnt_path(&M, "data"), wsize, 3), 0);
+	cr_assert_eq(verify_pattern(mnt_path(&M, "data"), wsize / 2, 3), 0);
+	r1 = iostat_sum(0);
+	w1 = iostat_sum(1);
+	cr_assert_eq(w1 - w0, wsize, "wbytes grew by %" PRIu64 ", the workload wrote %zu",
+		     w1 - w0, wsize);
+	cr_assert_eq(r1 - r0, wsize + wsize / 2, "rbytes grew by %" PRIu64 ", expected %zu",
+		     r1 - r0, wsize + wsize / 2);
+
+	/* each group's own io.stat is its line of the global file */
+	t = slurp(ctl("io.stat"));
+	n = parse_iostat(t, rows, 64);
+	cr_assert(n >= 1);
+	cr_assert_str_eq(rows[0].name, "/", "the root group comes first");
+	for (int i = 0; i < n; i++) {
+		char dir[256], rel[512], *g;
+		struct iostat_line one[1];
+
+		cr_assert(ctl_group_dirname(rows[i].name, dir, sizeof(dir)) > 0);
+		snprintf(rel, sizeof(rel), "groups/%s/io.stat", dir);
+		g = slurp(ctl(rel));
+		cr_assert_eq(parse_iostat(g, one, 1), 1);
+		cr_assert_str_eq(one[0].name, rows[i].name);
+		cr_assert(one[0].v[0] >= rows[i].v[0]); /* counters only grow */
+		free(g);
+	}
+	free(t);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, metrics_follow_prometheus_conventions)
+{
+	struct prom_check pc;
+	char *m, *t, prefix[512];
+	struct iostat_line rows[64];
+	int n;
+
+	cr_assert_eq(write_pattern(mnt_path(&M, "data"), 1 << 20, 1), 0);
+	cr_assert_eq(verify_pattern(mnt_path(&M, "data"), 1 << 20, 1), 0);
+	m = slurp(ctl("metrics"));
+	t = slurp(ctl("io.stat"));
+	prom_check_text(m, &pc);
+	cr_assert(pc.samples > 30);
+	cr_assert_not_null(prom_fam(&pc, "cfqfs_group_latency_seconds"));
+	cr_assert_str_eq(prom_fam(&pc, "cfqfs_group_latency_seconds")->type, "histogram");
+	cr_assert_str_eq(prom_fam(&pc, "cfqfs_queued_requests")->type, "gauge");
+	cr_assert_str_eq(prom_fam(&pc, "cfqfs_in_flight_requests")->type, "gauge");
+	cr_assert_eq(prom_value(m, "cfqfs_scheduler_info{scheduler=\"cfq\"}"), 1);
+	/* the same numbers as io.stat (no I/O in between) */
+	n = parse_iostat(t, rows, 64);
+	for (int i = 0; i < n; i++) {
+		snprintf(prefix, sizeof(prefix), "cfqfs_group_bytes_total{group=\"%s\",op=\"read\"}",
+			 rows[i].name);
+		cr_assert_eq((uint64_t)prom_value(m, prefix), rows[i].v[0]);
+		snprintf(prefix, sizeof(prefix),
+			 "cfqfs_group_bytes_total{group=\"%s\",op=\"write\"}", rows[i].name);
+		cr_assert_eq((uint64_t)prom_value(m, prefix), rows[i].v[1]);
+	}
+	free(t);
+
+	/* promtool, when the Debian package is installed */
+	if (access("/usr/bin/promtool", X_OK) == 0) {
+		const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+		char cmd[PATH_MAX + 64], err[4096];
+		int st;
+
+		snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s'", ctl("metrics"));
+		argv[2] = cmd;
+		cr_assert_eq(mnt_run(argv, 30000, &st, NULL, 0, err, sizeof(err)), 0);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool: %s", err);
+	} else {
+		cr_log_info("promtool not installed; metrics checked by the built-in parser only");
+	}
+	free(m);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, stat_json_is_one_valid_document)
+{
+	char *j;
+
+	cr_assert_eq(write_pattern(mnt_path(&M, "data"), 200000, 2), 0);
+	j = slurp(ctl("stat.json"));
+	json_check(j);
+	cr_assert(strstr(j, "\"scheduler\":\"cfq\"") != NULL);
+	cr_assert(strstr(j, "\"groups\":[") != NULL);
+	cr_assert(strstr(j, "\"name\":\"/\"") != NULL);
+	cr_assert(strstr(j, "\"tunables\":{") != NULL);
+	free(j);
+	mnt_cr_finish(&M);
+}
+
+struct reader_arg {
+	const char *path;
+	size_t size;
+	unsigned seed;
+	double seconds;
+};
+
+static int read_loop(void *p)
+{
+	struct reader_arg *a = p;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int e = verify_pattern(a->path, a->size, a->seed);
+		if (e)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 <
+		 a->seconds);
+	return 0;
+}
+
+Test(ctl, queues_show_live_queues_and_procs_the_readers)
+{
+	struct reader_arg a = { NULL, 1 << 20, 5, 3.0 };
+	char comm[64] = "", want_pid[32], *q = NULL;
+	bool seen = false, in_procs = false;
+	pid_t child;
+
+	cr_assert_eq(write_pattern(src_path(&M, "data"), a.size, a.seed), 0);
+	a.path = mnt_path(&M, "data");
+	child = spawn(read_loop, &a);
+	snprintf(want_pid, sizeof(want_pid), "%d", (int)child);
+	for (int i = 0; i < 200 && !(seen && in_procs); i++) {
+		usleep(10000);
+		free(q);
+		q = slurp(ctl("queues"));
+		static const char header[] = "pid comm group class sync active queued in_flight "
+					     "dispatched bytes wait_avg_usec p50_usec p99_usec "
+					     "idle_window seeky\n";
+		cr_assert(!strncmp(q, header, strlen(header)), "queues header: %s", q);
+		for (char *line = strchr(q, '\n') + 1; *line;) {
+			char *nl = strchr(line, '\n'), f[15][256];
+			int nf;
+
+			cr_assert_not_null(nl);
+			*nl = '\0';
+			nf = sscanf(line, "%255s %255s %255s %255s %255s %255s %255s %255s %255s %255s "
+					  "%255s %255s %255s %255s %255s",
+				    f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10],
+				    f[11], f[12], f[13], f[14]);
+			cr_assert_eq(nf, 15, "queues row: '%s'", line);
+			cr_assert(!strcmp(f[4], "sync") || !strcmp(f[4], "async"));
+			cr_assert(!strcmp(f[13], "on") || !strcmp(f[13], "off"));
+			cr_assert(!strcmp(f[14], "yes") || !strcmp(f[14], "no"));
+			if (!strcmp(f[0], want_pid) && !seen) {
+				seen = true;
+				if (snprintf(comm, sizeof(comm), "%s", f[1]) >= (int)sizeof(comm))
+					cr_assert_fail("comm too long: %s", f[1]);
+			}
+			line = nl + 1;
+		}
+		/* the child's group lists it in procs */
+		DIR *d = opendir(ctl("groups"));
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			char rel[512], *p;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(rel, sizeof(rel), "groups/%s/procs", de->d_name);
+			p = slurp(ctl(rel));
+			for (char *l = strtok(p, "\n"); l; l = strtok(NULL, "\n"))
+				in_procs |= !strcmp(l, want_pid);
+			free(p);
+		}
+		if (d)
+			closedir(d);
+	}
+	free(q);
+	cr_assert_eq(reap(child, 20000), 0, "reader failed");
+	cr_assert(seen, "the reader's queue never showed in queues");
+	cr_assert(in_procs, "the reader's pid never showed in a group's procs");
+	/* comm is read from /proc at read time: the test binary's name */
+	cr_assert(comm[0] && strcmp(comm, "-") != 0, "comm of a live reader: '%s'", comm);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, group_weight_is_writable_and_validated)
+{
+	cr_assert_eq(read_int(ctl("groups/%2F/weight")), 1000);
+	MNT_EXPECT_OK(put(ctl("groups/%2F/weight"), "200\n"));
+	cr_assert_eq(read_int(ctl("groups/%2F/weight")), 200);
+	cr_assert_eq(put(ctl("groups/%2F/weight"), "5\n"), -EINVAL);
+	cr_assert_eq(put(ctl("groups/%2F/weight"), "1001\n"), -EINVAL);
+	cr_assert_eq(put(ctl("groups/%2F/weight"), "abc\n"), -EINVAL);
+	cr_assert_eq(read_int(ctl("groups/%2F/weight")), 200);
+	MNT_EXPECT_OK(put(ctl("groups/%2F/weight"), "10"));
+	cr_assert_eq(read_int(ctl("groups/%2F/weight")), 10);
+	char *j = slurp(ctl("stat.json"));
+	cr_assert(strstr(j, "\"weight\":10,\"pinned\":true") != NULL, "%s", j);
+	free(j);
+	mnt_cr_finish(&M);
+}
+
+Test(ctl, tree_changes_are_refused)
+{
+	struct stat st;
+	int fd;
+
+	cr_assert_eq(mnt_put(mnt_path(&M, "f"), "x", 1, 0644), 0);
+	MNT_EXPECT_ERRNO(open(ctl("new"), O_WRONLY | O_CREAT, 0644), EPERM);
+	MNT_EXPECT_ERRNO(mkdir(ctl("d"), 0755), EPERM);
+	MNT_EXPECT_ERRNO(mkdir(ctl("groups/x"), 0755), EPERM);
+	MNT_EXPECT_ERRNO(symlink("x", ctl("l")), EPERM);
+	MNT_EXPECT_ERRNO(mknod(ctl("n"), S_IFIFO | 0644, 0), EPERM);
+	MNT_EXPECT_ERRNO(unlink(ctl("io.stat")), EPERM);
+	MNT_EXPECT_ERRNO(rmdir(ctl("iosched")), EPERM);
+	MNT_EXPECT_ERRNO(rename(ctl("io.stat"), ctl("x")), EPERM);
+	MNT_EXPECT_ERRNO(rename(ctl("io.stat"), mnt_path(&M, "x")), EPERM);
+	MNT_EXPECT_ERRNO(rename(mnt_path(&M, "f"), ctl("f")), EPERM);
+	MNT_EXPECT_ERRNO(rename(ctl(""), mnt_path(&M, "renamed")), EPERM);
+	MNT_EXPECT_OK(mkdir(mnt_path(&M, "d"), 0755));
+	MNT_EXPECT_ERRNO(rename(mnt_path(&M, "d"), ctl("")), EPERM);
+	MNT_EXPECT_ERRNO(rmdir(ctl("")), EPERM);
+	MNT_EXPECT_ERRNO(link(ctl("io.stat"), mnt_path(&M, "hl")), EPERM);
+	MNT_EXPECT_ERRNO(link(mnt_path(&M, "f"), ctl("hl")), EPERM);
+	MNT_EXPECT_ERRNO(mkdir(mnt_path(&M, ".cfqfs"), 0755), EEXIST);
+	MNT_EXPECT_ERRNO(chmod(ctl("scheduler"), 0666), EPERM);
+	MNT_EXPECT_ERRNO(setxattr(ctl("scheduler"), "user.x", "1", 1, 0), EPERM);
+	MNT_EXPECT_ERRNO(getxattr(ctl("scheduler"), "user.x", NULL, 0), ENODATA);
+	/* read-only files refuse writers even for root */
+	MNT_EXPECT_ERRNO(open(ctl("io.stat"), O_WRONLY), EACCES);
+	MNT_EXPECT_ERRNO(open(ctl("metrics"), O_RDWR), EACCES);
+	MNT_EXPECT_ERRNO(open(ctl("iosched"), O_WRONLY), EISDIR);
+	/* truncation (shell '>') is accepted and changes nothing */
+	MNT_EXPECT_OK(truncate(ctl("scheduler"), 0));
+	fd = open(ctl("scheduler"), O_RDONLY);
+	cr_assert(fd >= 0);
+	MNT_EXPECT_OK(fsync(fd)); /* nothing to make durable: a no-op success */
+	close(fd);
+	MNT_EXPECT_OK(stat(mnt_path(&M, "f"), &st));
+	mnt_cr_finish(&M);
+}
+
+static int as_nobody(void *arg)
+{
+	char buf[256];
+	int fd;
+
+	(void)arg;
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		return 10;
+	fd = open(ctl("scheduler"), O_RDONLY);
+	if (fd < 0 || read(fd, buf, sizeof(buf)) <= 0)
+		return 11;
+	close(fd);
+	fd = open(ctl("metrics"), O_RDONLY);
+	if (fd < 0)
+		return 12;
+	close(fd);
+	errno = 0;
+	fd = open(ctl("scheduler"), O_WRONLY);
+	if (fd >= 0 || errno != EACCES)
+		return 13;
+	fd = open(ctl("iosched/quantum"), O_WRONLY | O_TRUNC);
+	if (fd >= 0 || errno != EACCES)
+		return 14;
+	fd = open(ctl("groups/%2F/weight"), O_WRONLY);
+	if (fd >= 0 || errno != EACCES)
+		return 15;
+	if (mkdir(ctl("d"), 0755) == 0 || errno != EACCES)
+		return 16;
+	return 0;
+}
+
+Test(ctl, other_users_read_but_cannot_write)
+{
+	cr_assert_eq(mnt_fork_run(as_nobody, NULL, 20000), 0,
+		     "uid 65534: see the step number in test_ctl.c:as_nobody");
+	cr_assert_eq(read_int(ctl("iosched/quantum")), 8);
+	mnt_cr_finish(&M);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Live switching under load                                                                 */
+
+struct job {
+	char path[PATH_MAX];
+	size_t size;
+	unsigned seed;
+	bool writer;
+	int rounds;
+};
+
+static int run_job(void *p)
+{
+	struct job *j = p;
+
+	for (int r = 0; r < j->rounds; r++) {
+		int e;
+
+		if (j->writer) {
+			e = write_pattern(j->path, j->size, j->seed + (unsigned)r);
+			if (e)
+				return 20 + (e & 0xf);
+			e = verify_pattern(j->path, j->size, j->seed + (unsigned)r);
+		} else {
+			e = verify_pattern(j->path, j->size, j->seed);
+		}
+		if (e)
+			return 40 + (e & 0xf);
+	}
+	return 0;
+}
+
+Test(ctl, switching_under_load_loses_no_request, .timeout = 240)
+{
+	enum { NJOBS = 4, ROUNDS = 30 };
+	static struct job jobs[NJOBS];
+	static const char *const scheds[] = { "noop\n", "deadline\n", "cfq\n" };
+	pid_t pids[NJOBS];
+	uint64_t r0 = iostat_sum(0), w0 = iostat_sum(1), expect_r = 0, expect_w = 0;
+	int running = NJOBS, i = 0, switches = 0;
+
+	for (int k = 0; k < NJOBS; k++) {
+		jobs[k].size = 1536 * 1024 + 777 * (size_t)k;
+		jobs[k].seed = 11 + (unsigned)k;
+		jobs[k].writer = k % 2 == 1;
+		jobs[k].rounds = ROUNDS;
+		snprintf(jobs[k].path, sizeof(jobs[k].path), "%s", mnt_path(&M, k % 2 ? "w" : "r"));
+		snprintf(jobs[k].path + strlen(jobs[k].path),
+			 sizeof(jobs[k].path) - strlen(jobs[k].path), "%d", k);
+		if (!jobs[k].writer) {
+			char srcp[PATH_MAX];
+			if (snprintf(srcp, sizeof(srcp), "%s/r%d", M.src, k) >= (int)sizeof(srcp))
+				cr_assert_fail("path too long");
+			cr_assert_eq(write_pattern(srcp, jobs[k].size, jobs[k].seed), 0);
+			expect_r += (uint64_t)ROUNDS * jobs[k].size;
+		} else {
+			expect_r += (uint64_t)ROUNDS * jobs[k].size;
+			expect_w += (uint64_t)ROUNDS * jobs[k].size;
+		}
+	}
+	for (int k = 0; k < NJOBS; k++)
+		pids[k] = spawn(run_job, &jobs[k]);
+
+	int status[NJOBS];
+	bool done[NJOBS] = { false };
+	while (running > 0) {
+		char v[32];
+		int rc;
+
+		/* scheduler and tunables of whatever policy is active, in a loop */
+		cr_assert_eq(put(ctl("scheduler"), scheds[i % 3]), 0);
+		switches++;
+		snprintf(v, sizeof(v), "%d\n", (i % 2) ? 0 : 8);
+		rc = put(ctl("iosched/max_merge_kb"), (i % 2) ? "64\n" : "512\n");
+		cr_assert_eq(rc, 0, "max_merge_kb: %s", strerror(-rc));
+		if (i % 3 == 2) {
+			cr_assert_eq(put(ctl("iosched/slice_idle"), v), 0);
+			cr_assert_eq(put(ctl("iosched/quantum"), (i % 2) ? "2\n" : "8\n"), 0);
+			cr_assert_eq(put(ctl("iosched/group_idle"), v), 0);
+		} else if (i % 3 == 1) {
+			cr_assert_eq(put(ctl("iosched/fifo_batch"), (i % 2) ? "4\n" : "16\n"), 0);
+		}
+		i++;
+		usleep(5000);
+		for (int k = 0; k < NJOBS; k++) {
+			int st;
+
+			if (!done[k] && waitpid(pids[k], &st, WNOHANG) == pids[k]) {
+				done[k] = true;
+				status[k] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+				running--;
+			}
+		}
+	}
+	for (int k = 0; k < NJOBS; k++)
+		cr_assert_eq(status[k], 0, "job %d (%s) failed with %d", k,
+			     jobs[k].writer ? "writer" : "reader", status[k]);
+	cr_log_info("%d scheduler switches during the load", switches);
+	cr_assert(switches >= 6, "too few switches (%d) to mean anything", switches);
+	/* every byte went through the scheduler exactly once, whatever the policy */
+	cr_assert_eq(iostat_sum(0) - r0, expect_r, "rbytes: %" PRIu64 " vs %" PRIu64,
+		     iostat_sum(0) - r0, expect_r);
+	cr_assert_eq(iostat_sum(1) - w0, expect_w, "wbytes: %" PRIu64 " vs %" PRIu64,
+		     iostat_sum(1) - w0, expect_w);
+	cr_assert_eq(iostat_sum(11), 0, "requests still queued");
+	mnt_cr_finish(&M);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The command line                                                                          */
+
+static int run_cli(const char *const *args, char *out, size_t outsz, char *err, size_t errsz)
+{
+	const char *argv[16];
+	int n = 0, st, rc;
+
+	argv[n++] = CFQFS_BIN;
+	for (int i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = mnt_run(argv, 30000, &st, out, outsz, err, errsz);
+	cr_assert_eq(rc, 0, "running %s: %s", CFQFS_BIN, strerror(-rc));
+	cr_assert(WIFEXITED(st), "cfqfs %s died", args[0]);
+	return WEXITSTATUS(st);
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+Test(ctl, cli_stat_and_set)
+{
+	static char out[65536], err[4096];
+	const char *mp = M.mnt;
+
+	cr_assert_eq(write_pattern(mnt_path(&M, "data"), 100000, 9), 0);
+	{
+		const char *a[] = { "stat", mp, NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		cr_assert(strstr(out, "GROUP") && strstr(out, "WEIGHT") && strstr(out, "IOPS") &&
+				  strstr(out, "P99_ms") && strstr(out, "scheduler cfq"),
+			  "%s", out);
+		cr_assert(strstr(out, "\n/ ") != NULL, "no root group row:\n%s", out);
+	}
+	{
+		const char *a[] = { "stat", mp, "-w", "0.2", "-n", "2", NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(count_lines(out) >= 6, 1, "%s", out);
+	}
+	{
+		const char *a[] = { "stat", mp, "--json", NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		json_check(out);
+	}
+	{
+		const char *a[] = { "set", mp, "slice_idle=0", "quantum=4", "weight:/=300", NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(read_int(ctl("iosched/slice_idle")), 0);
+		cr_assert_eq(read_int(ctl("iosched/quantum")), 4);
+		cr_assert_eq(read_int(ctl("groups/%2F/weight")), 300);
+	}
+	{
+		const char *a[] = { "set", mp, "scheduler=deadline", NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		char *s = slurp(ctl("scheduler"));
+		cr_assert_str_eq(s, "noop [deadline] cfq\n");
+		free(s);
+	}
+	static const struct {
+		const char *kv;
+		int status;
+		const char *msg;
+	} bad[] = {
+		{ "read_expire=abc", 1, "invalid value" },
+		{ "read_expire=0", 1, "invalid value" },
+		{ "slice_idle=3", 1, "not a tunable of the active scheduler" },
+		{ "scheduler=bogus", 1, "invalid value" },
+		{ "weight:/no/such=100", 1, "no such group" },
+		{ "novalue", 2, "expected" },
+		{ "Bad-Name=1", 2, "expected" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = { "set", mp, bad[i].kv, NULL };
+		int st = run_cli(a, out, sizeof(out), err, sizeof(err));
+
+		cr_assert_eq(st, bad[i].status, "set %s: exit %d (%s)", bad[i].kv, st, err);
+		cr_assert_eq(count_lines(err), 1, "set %s: not one line: %s", bad[i].kv, err);
+		cr_assert(strstr(err, bad[i].msg) != NULL, "set %s: %s", bad[i].kv, err);
+	}
+	cr_assert_eq(read_int(ctl("iosched/read_expire")), 500, "a refused set changed a value");
+	{
+		const char *a[] = { "stat", M.base, NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 2);
+		cr_assert_eq(count_lines(err), 1, "%s", err);
+		cr_assert(strstr(err, "no control directory") != NULL, "%s", err);
+	}
+	{
+		const char *a[] = { "set", mp, NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 2);
+	}
+	{
+		const char *a[] = { "--help", NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0);
+		cr_assert(strstr(out, "cfqfs stat MOUNTPOINT") && strstr(out, "cfqfs set MOUNTPOINT"),
+			  "%s", out);
+	}
+	mnt_cr_finish(&M);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The reserved name                                                                         */
+
+TestSuite(ctl_name, .timeout = 60);
+
+Test(ctl_name, source_entry_of_that_name_refuses_the_mount_unless_renamed)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "direct_io", NULL };
+	static const char *const args2[] = { "-o", "ctl_dir=.ctl", NULL };
+	char log[8192];
+	struct stat st;
+	int rc;
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(&m2), 0);
+	cr_assert_eq(mkdir(src_path(&m2, ".cfqfs"), 0755), 0);
+	rc = mnt_start(&m2, args);
+	cr_assert_eq(rc, -ECHILD, "mounted although SOURCE has .cfqfs (rc %d)", rc);
+	ssize_t n = mnt_get(m2.log, log, sizeof(log) - 1);
+	cr_assert(n > 0);
+	log[n] = '\0';
+	cr_assert(strstr(log, "control directory") && strstr(log, "ctl_dir"), "log: %s", log);
+	cr_assert(!mnt_is_fuse_mounted(m2.mnt));
+	mnt_teardown(&m2);
+
+	/* another name: the SOURCE entry is an ordinary directory again */
+	cr_assert_eq(mnt_prepare(&m2), 0);
+	cr_assert_eq(mkdir(src_path(&m2, ".cfqfs"), 0755), 0);
+	rc = mnt_start(&m2, args2);
+	cr_assert_eq(rc, 0, "ctl_dir=.ctl did not mount");
+	cr_assert_eq(stat(mnt_path(&m2, ".cfqfs"), &st), 0);
+	cr_assert(S_ISDIR(st.st_mode));
+	cr_assert_eq(stat(mnt_path(&m2, ".ctl/scheduler"), &st), 0);
+	mnt_cr_finish(&m2);
+}
+
+Test(ctl_name, empty_ctl_dir_disables_it)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "ctl_dir=", NULL };
+	struct stat st;
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_setup(&m2, args), 0);
+	cr_assert_eq(stat(mnt_path(&m2, ".cfqfs"), &st), -1);
+	cr_assert_eq(errno, ENOENT);
+	cr_assert_eq(mkdir(mnt_path(&m2, ".cfqfs"), 0755), 0, "the name is free without ctl_dir");
+	mnt_cr_finish(&m2);
+}
