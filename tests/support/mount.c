@@ -699,6 +699,13 @@ const char *mnt_status_str(const struct mnt *m, char *buf, size_t len)
 	return buf;
 }
 
+const char *mnt_bin(void)
+{
+	const char *env = getenv("CFQFS_TEST_BIN");
+
+	return env && *env ? env : CFQFS_BIN_BUILT;
+}
+
 /* ---- paths and files ------------------------------------------------------------------------ */
 
 /* Joins into the next ring slot. Built with memcpy: `dir` lives in *m too, which snprintf's

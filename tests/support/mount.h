@@ -32,9 +32,16 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#ifndef CFQFS_BIN
-#define CFQFS_BIN "cfqfs"
+#ifndef CFQFS_BIN_BUILT
+#define CFQFS_BIN_BUILT "cfqfs"
 #endif
+/*
+ * The daemon under test: $CFQFS_TEST_BIN when set (make tsan runs these suites against a
+ * ThreadSanitizer build of the daemon, since Criterion itself cannot start under TSan), else
+ * the one built with the tests.
+ */
+const char *mnt_bin(void);
+#define CFQFS_BIN mnt_bin()
 
 /* Bounded waits [ms]. */
 #define MNT_MOUNT_TIMEOUT_MS 10000
