@@ -1475,7 +1475,19 @@ void ctl_read(struct ctl *c, fuse_req_t req, size_t size, off_t off, struct fuse
 	}
 	if (size > h->len - (size_t)off)
 		size = h->len - (size_t)off;
-	fuse_reply_buf(req, h->buf + off, size);
+	/*
+	 * Reply from a copy: once the kernel has the data the reader may close the file, and the
+	 * RELEASE (another thread) frees h->buf while this thread may still be inside the reply's
+	 * writev (sanitizers read the iovec after the syscall returns).
+	 */
+	char *copy = malloc(size);
+	if (!copy) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(copy, h->buf + off, size);
+	fuse_reply_buf(req, copy, size);
+	free(copy);
 }
 
 void ctl_write(struct ctl *c, fuse_req_t req, const char *buf, size_t size,
