@@ -672,9 +672,16 @@ static void gen_queues(struct sbuf *b, const struct snap *s)
 		const struct snap_queue *q = &s->q[i];
 		char comm[64], grp[PATH_MAX];
 
-		read_comm(q->key, comm, sizeof(comm));
+		/* async queues are shared per (group, class, level) as in CFQ: their key is
+		 * class << 3 | level, not a process */
+		if (q->sync) {
+			read_comm(q->key, comm, sizeof(comm));
+			sb_printf(b, "%" PRIu64 " ", q->key);
+		} else {
+			snprintf(comm, sizeof(comm), "-");
+			sb_puts(b, "- ");
+		}
 		group_label(s, q->group, grp, sizeof(grp));
-		sb_printf(b, "%" PRIu64 " ", q->key);
 		sb_field(b, comm);
 		sb_putc(b, ' ');
 		sb_field(b, grp);
@@ -938,10 +945,15 @@ static void gen_json(struct sbuf *b, struct ctl *c, const struct snap *s)
 		const struct snap_queue *q = &s->q[i];
 		char comm[64], grp[PATH_MAX];
 
-		read_comm(q->key, comm, sizeof(comm));
 		group_label(s, q->group, grp, sizeof(grp));
-		sb_printf(b, "%s{\"pid\":%" PRIu64 ",\"comm\":", i ? ",\n" : "\n", q->key);
-		sb_json_str(b, comm);
+		sb_puts(b, i ? ",\n" : "\n");
+		if (q->sync) {
+			read_comm(q->key, comm, sizeof(comm));
+			sb_printf(b, "{\"pid\":%" PRIu64 ",\"comm\":", q->key);
+			sb_json_str(b, comm);
+		} else {
+			sb_puts(b, "{\"pid\":null,\"comm\":null"); /* shared async queue */
+		}
 		sb_puts(b, ",\"group\":");
 		sb_json_str(b, grp);
 		sb_printf(b,
