@@ -31,6 +31,13 @@
 #define CFQ_IOPS_GROUP_DELAY 50ull		    /* [dispatches] new-group offset, IOPS mode */
 #define CFQ_MIN_TT (2 * SCHED_NS_PER_MS)	    /* [ns] minimum workload slice */
 #define CFQ_JIFFY SCHED_NS_PER_MS		    /* [ns] the kernel's one-tick slack */
+/*
+ * [ns] IDLE-class queues start only this long after the last RT/BE dispatch or completion
+ * (2.6.2x CFQ's idle-class grace, HZ/10). Without it an IDLE reader slips into every gap a
+ * one-request-at-a-time BE reader leaves while its next request crosses FUSE, and with
+ * slice_idle = 0 (no idling to cover those gaps) `ionice -c3` would mean nothing.
+ */
+#define CFQ_IDLE_GRACE (100 * SCHED_NS_PER_MS)
 #define CFQ_HW_QUEUE_MIN 5			    /* [I/Os] NCQ detection threshold */
 #define CFQ_HW_TAG_SAMPLES 50
 #define CFQ_HIST_DIVISOR 4			    /* busy_queues_avg decay */
@@ -329,7 +336,9 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_f
 		if (key == cq->rb_key && cq->st == st)
 			return;
 		sched_tree_erase(&cq->st->tree, &cq->st_node);
+		sd->cfq.busy_idle_queues -= cq->st_class == WL_IDLE;
 	}
+	sd->cfq.busy_idle_queues += cls == WL_IDLE;
 	cq->rb_key = key;
 	cq->rb_seq = ++sd->cfq.q_seq;
 	cq->st = st;
@@ -351,6 +360,7 @@ static void add_rr(struct sched *sd, struct sched_queue *q, sched_ns now)
 
 static void del_rr(struct sched *sd, struct sched_queue *q)
 {
+	sd->cfq.busy_idle_queues -= q->cfq.st_class == WL_IDLE;
 	sd->cfq.busy_queues--;
 	if (q->sync)
 		sd->cfq.busy_sync_queues--;
@@ -657,6 +667,13 @@ new_queue:
 	choose_group(sd, now);
 	if (!cd->serving_group || !cd->rq_queued)
 		return NULL;
+	/* Only IDLE-class work is left: it waits until RT/BE I/O has been quiet for a grace. */
+	cd->idle_class_wait = SCHED_NS_NEVER;
+	if (cd->wl_class == WL_IDLE && cd->busy_idle_queues == cd->busy_queues &&
+	    sched_time_after(cd->nonidle_last + CFQ_IDLE_GRACE, now)) {
+		cd->idle_class_wait = cd->nonidle_last + CFQ_IDLE_GRACE;
+		return NULL;
+	}
 	n = sched_tree_first(&st_for(cd->serving_group, cd->wl_class, cd->wl_type)->tree);
 	if (!n)
 		return NULL;
@@ -750,7 +767,8 @@ static void remove_head(struct sched *sd, struct sched_queue *q, struct sched_rq
 		cq->meta_pending--;
 }
 
-static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sched_rq *rq)
+static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sched_rq *rq,
+			    sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
 
@@ -760,6 +778,8 @@ static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sche
 	q->g->cfq.dispatched++;
 	cd->rq_in_flight[q->sync]++;
 	cd->rq_in_driver++;
+	if (q_class(q) != WL_IDLE)
+		cd->nonidle_last = now;
 	if (!rq_is_fsync(rq)) {
 		cd->have_last_pos = true;
 		cd->last_file = rq->file;
@@ -808,7 +828,7 @@ static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 		return NULL;
 	if (!rq)
 		rq = q->cfq.next_rq;
-	dispatch_insert(sd, q, rq);
+	dispatch_insert(sd, q, rq, now);
 	q->cfq.slice_dispatch++;
 	cfqq_clear_must_dispatch(q);
 	/* an async queue that used its request quota, or an IDLE one, yields at once */
@@ -824,7 +844,15 @@ static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 
 static sched_ns cfq_next_event(const struct sched *sd)
 {
-	return sd->cfq.idle_timer;
+	const struct cfq_data *cd = &sd->cfq;
+
+	/* The grace wait matters only while IDLE-class work is all that is queued. */
+	if (cd->idle_class_wait != SCHED_NS_NEVER && cd->busy_queues &&
+	    cd->busy_idle_queues == cd->busy_queues &&
+	    (cd->idle_timer == SCHED_NS_NEVER || sched_time_after(cd->idle_timer,
+								  cd->idle_class_wait)))
+		return cd->idle_class_wait;
+	return cd->idle_timer;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1069,6 +1097,8 @@ static void cfq_complete(struct sched *sd, struct sched_rq *rq, sched_ns now)
 	bool sync = rq_is_sync(rq);
 
 	update_hw_tag(sd);
+	if (q_class(q) != WL_IDLE)
+		cd->nonidle_last = now;
 	cd->rq_in_driver--;
 	q->cfq.dispatched--;
 	q->g->cfq.dispatched--;
@@ -1168,6 +1198,8 @@ static void cfq_init(struct sched *sd, sched_ns now)
 	sched_tree_init(&cd->grp_tree);
 	cd->hw_tag = -1;
 	cd->idle_timer = SCHED_NS_NEVER;
+	cd->idle_class_wait = SCHED_NS_NEVER;
+	cd->nonidle_last = now - CFQ_IDLE_GRACE;
 	cd->last_delayed_sync = now - 1000 * SCHED_NS_PER_MS;
 	cd->workload_expires = now;
 	for (uint32_t i = 0; i < sd->nr_group_slots; i++)
@@ -1316,6 +1348,14 @@ static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
 		in_driver += q->cfq.dispatched;
 		in_flight[q->sync] += q->cfq.dispatched;
 	}
+	uint32_t busy_idle = 0;
+	for (l = sd->all_queues.next; l != &sd->all_queues; l = l->next) {
+		const struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
+
+		busy_idle += q->cfq.st && q->cfq.st_class == WL_IDLE;
+	}
+	if (busy_idle != cd->busy_idle_queues)
+		FAIL("busy IDLE-class queues %u/%u", busy_idle, cd->busy_idle_queues);
 	if (busy != cd->busy_queues || busy_sync != cd->busy_sync_queues)
 		FAIL("busy queues %u/%u, sync %u/%u", busy, cd->busy_queues, busy_sync,
 		     cd->busy_sync_queues);

@@ -270,6 +270,10 @@ struct cfq_data {
 	sched_ns last_delayed_sync;   /* [ns] last sync completion later than fifo_expire_sync */
 	sched_ns idle_timer;	      /* [ns] idle timer expiry, SCHED_NS_NEVER if not armed */
 	sched_ns idle_start;	      /* [ns] when the timer was armed (idle_time stat) */
+	uint32_t busy_idle_queues;    /* busy queues on IDLE-class service trees */
+	sched_ns nonidle_last;	      /* [ns] last dispatch or completion of RT/BE I/O */
+	sched_ns idle_class_wait;     /* [ns] when only IDLE work waits out the grace, the time
+					 it may start; SCHED_NS_NEVER otherwise */
 	bool have_last_pos;
 	uint64_t last_file;	      /* end of the last dispatched request: file ... */
 	uint64_t last_pos;	      /* ... and offset [bytes] */

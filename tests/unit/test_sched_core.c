@@ -457,17 +457,20 @@ Test(sched_core, idle_class_gets_nothing_while_be_backlogged)
 		done(sd, rq, now);
 		n_be++;
 	}
-	/* BE empty: once its idle window passes, IDLE runs */
+	/* BE empty: once its idle window and the IDLE-class grace (100 ms after the last BE
+	 * completion) have passed, IDLE runs, woken by sched_next_event alone */
+	sched_ns be_end = now;
 	for (int i = 0; i < 4; i++) {
 		struct sched_rq *rq = disp(sd, now);
 
-		if (!rq) {
+		for (int waits = 0; !rq && waits < 4; waits++) {
 			now = sched_next_event(sd);
-			cr_assert_neq(now, SCHED_NS_NEVER);
+			cr_assert_neq(now, SCHED_NS_NEVER, "IDLE work left without a timer");
 			rq = disp(sd, now);
 		}
 		cr_assert_not_null(rq);
 		cr_assert_eq(rq->ioclass, SCHED_CLASS_IDLE);
+		cr_assert_geq(rq->dispatch_time, be_end + 100 * MS, "IDLE started within the grace");
 		now += 1 * MS;
 		done(sd, rq, now);
 	}
