@@ -443,21 +443,29 @@ static void er_fail(struct executor *ex, struct exec_req *er, int err)
 	pthread_mutex_unlock(&ex->lock);
 }
 
-void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t off,
-	       const struct exec_tag *tag)
+/* A record for a data request at `off` with a buffer of `size` bytes, or NULL after
+ * answering the request with the error (negative offset, no memory). */
+static struct exec_req *er_new_data(struct executor *ex, fuse_req_t req, int fd, off_t off,
+				    size_t size)
 {
 	struct exec_req *er = er_new(ex, req, fd);
 
 	if (!er)
-		return;
-	if (off < 0) {
-		er_fail(ex, er, EINVAL);
-		return;
+		return NULL;
+	if (off < 0 || er_reserve(er, size) < 0) {
+		er_fail(ex, er, off < 0 ? EINVAL : ENOMEM);
+		return NULL;
 	}
-	if (er_reserve(er, size) < 0) {
-		er_fail(ex, er, ENOMEM);
+	return er;
+}
+
+void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t off,
+	       const struct exec_tag *tag)
+{
+	struct exec_req *er = er_new_data(ex, req, fd, off, size);
+
+	if (!er)
 		return;
-	}
 	fill_rq(er, tag, SCHED_OP_READ, true, (uint64_t)off, size);
 	submit(ex, er);
 }
@@ -466,18 +474,10 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 		off_t off, const struct exec_tag *tag)
 {
 	size_t size = fuse_buf_size(in_buf);
-	struct exec_req *er = er_new(ex, req, fd);
+	struct exec_req *er = er_new_data(ex, req, fd, off, size);
 
 	if (!er)
 		return;
-	if (off < 0) {
-		er_fail(ex, er, EINVAL);
-		return;
-	}
-	if (er_reserve(er, size) < 0) {
-		er_fail(ex, er, ENOMEM);
-		return;
-	}
 	/* The incoming buffer belongs to the session thread and is reused once we return:
 	 * copy the data now (from memory or, with splice, from the pipe). */
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
