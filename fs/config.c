@@ -380,14 +380,18 @@ int cfg_set(struct cfqfs_config *c, const char *key, const char *value, char *er
 
 	if (!strncmp(key, "iosched.", 8)) {
 		r = set_tunable(&tmp, key + 8, value, why, sizeof(why));
-		if (r == -ENOENT)
+		if (r == -ENOENT) {
 			snprintf(why, sizeof(why), "unknown scheduler tunable");
+			r = -EINVAL; /* our namespace: an error, not an option for libfuse */
+		}
 	} else if (!strncmp(key, "device.", 7)) {
 		r = set_device_param(&tmp, key + 7, value, why, sizeof(why));
-		if (r == -ENOENT)
+		if (r == -ENOENT) {
 			snprintf(why, sizeof(why), "unknown device parameter (heads, bandwidth_mb, "
 				 "settle_us, full_stroke_ms, rpm, read_latency_us, write_latency_us, "
 				 "flush_ms)");
+			r = -EINVAL;
+		}
 	} else {
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			if (!strcmp(keys[i].name, key)) {

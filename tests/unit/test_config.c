@@ -82,6 +82,93 @@ Test(config, shipped_example_loads)
 	cr_assert_eq(tunable(&c, "slice_idle"), 8);
 }
 
+Test(config, example_configurations_load)
+{
+	static const char *const files[] = { "fair-share.conf", "containers.conf", "bench.conf" };
+	char p[512], err[CFG_ERR_MAX];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct cfqfs_config c;
+
+		cfg_defaults(&c);
+		snprintf(p, sizeof(p), "%s/etc/examples/%s", CFQFS_SOURCE_DIR, files[i]);
+		err[0] = '\0';
+		cr_assert_eq(cfg_load_file(&c, p, err, sizeof(err)), 0, "%s: %s", files[i], err);
+		cr_assert_gt(c.nr_rules + (unsigned)c.device_enabled, 0, "%s set nothing", files[i]);
+	}
+}
+
+Test(config, bench_example_sets_the_emulated_disk)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_eq(cfg_load_file(&c, CFQFS_SOURCE_DIR "/etc/examples/bench.conf", err,
+				   sizeof(err)), 0, "%s", err);
+	cr_assert(c.device_enabled);
+	cr_assert_eq(c.device.kind, DEV_HDD);
+	cr_assert_eq(c.device.bandwidth, 120000000u);
+	cr_assert_eq(c.device.settle, 800000u);
+	cr_assert(c.direct_io);
+}
+
+Test(config, rules_are_parsed_with_their_line)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	write_conf("rules = (\n"
+		   "  { uid = 34; group = \"backup\"; class = \"idle\"; },\n"
+		   "  { cgroup = \"/docker-*\"; weight = \"cgroup\"; },\n"
+		   "  { comm = \"vim\"; level = 0; weight = 200; }\n"
+		   ");\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.nr_rules, 3);
+	cr_assert(c.rules[0].has_uid && c.rules[0].uid == 34);
+	cr_assert_str_eq(c.rules[0].group, "backup");
+	cr_assert_eq(c.rules[0].ioclass, SCHED_CLASS_IDLE);
+	cr_assert_eq(c.rules[1].weight, CG_WEIGHT_FROM_CGROUP);
+	cr_assert_eq(c.rules[2].weight, 200);
+	cr_assert(c.rules[2].has_level && c.rules[2].level == 0);
+	cr_assert_eq(c.rules[2].line, 4);
+
+	write_conf("rules = (\n  { uid = 1; },\n  { colour = \"red\"; }\n);\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":3: rules.colour: unknown key"), "%s", err);
+	write_conf("rules = ( { weight = 5000; } );\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":1: rules.weight:") && strstr(err, "out of range"), "%s", err);
+	write_conf("rules = ( { class = \"realtime\"; } );\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "rules.class"), "%s", err);
+}
+
+Test(config, device_key_and_parameters)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_not(c.device_enabled);
+	cr_assert_eq(cfg_set(&c, "device", "raid:4", err, sizeof(err)), 0, "%s", err);
+	cr_assert(c.device_enabled);
+	cr_assert_eq(c.device.heads, 4);
+	cr_assert_eq(cfg_set(&c, "device.bandwidth_mb", "60", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.device.bandwidth, 60000000u);
+	cr_assert_eq(cfg_set(&c, "device.settle_us", "99999999", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(cfg_set(&c, "device.warp", "9", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "unknown device parameter"), "%s", err);
+	cr_assert_eq(cfg_set(&c, "device", "floppy", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(cfg_set(&c, "device", "none", err, sizeof(err)), 0);
+	cr_assert_not(c.device_enabled);
+	cr_assert_eq(cfg_set(&c, "group_by", "uid", err, sizeof(err)), 0);
+	cr_assert_eq(c.group_by, CG_GROUP_BY_UID);
+	cr_assert_eq(cfg_set(&c, "group_by", "planet", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "cgroup, uid, gid, none"), "%s", err);
+}
+
 Test(config, unknown_key_names_file_line_and_key)
 {
 	struct cfqfs_config c, before;
