@@ -145,6 +145,19 @@ static int set_rotational(struct cfqfs_config *c, const char *v, char *err, size
 	return -EINVAL;
 }
 
+static int parse_enum(const char *v, const char *const *names, int *out, char *err,
+		      size_t errlen);
+
+static int set_ctl_access(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	static const char *const names[] = { "all", "owner", NULL };
+	int i, r = parse_enum(v, names, &i, err, errlen);
+
+	if (r == 0)
+		c->ctl_private = i == 1;
+	return r;
+}
+
 static int set_ctl_dir(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
 {
 	if (strlen(v) > NAME_MAX || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, "..")) {
@@ -312,6 +325,7 @@ static const struct {
 	{ "depth", set_depth },
 	{ "rotational", set_rotational },
 	{ "ctl_dir", set_ctl_dir },
+	{ "ctl_access", set_ctl_access },
 	{ "kernel_cache", set_kernel_cache },
 	{ "writeback_cache", set_writeback_cache },
 	{ "direct_io", set_direct_io },

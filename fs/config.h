@@ -51,6 +51,7 @@ struct cfqfs_config {
 	unsigned depth;			/* executor workers (device queue depth), 1..256 */
 	int rotational;			/* -1 auto (from SOURCE's block device), 0, 1 */
 	char ctl_dir[NAME_MAX + 1];	/* control directory at the mount root; "" = none */
+	bool ctl_private;		/* "ctl_access": "all" (false) or "owner" (true) */
 	bool kernel_cache;		/* keep page cache across opens */
 	bool writeback_cache;		/* kernel write-back caching */
 	bool direct_io;			/* bypass the page cache: every read/write is scheduled */

@@ -106,6 +106,7 @@ struct ctl {
 	struct grp_registry *groups; /* borrowed, may be NULL */
 	uid_t owner;		     /* may write besides root */
 	gid_t owner_gid;	     /* st_gid of control inodes */
+	bool private_read;	     /* only the owner (and root) may read */
 	struct timespec mtime;	     /* st_mtime/ctime/atime of every control inode [wall clock] */
 	const char *tun_names[MAX_TUN_NAMES]; /* point into the scheduler's static tables */
 	unsigned nr_tun_names;		      /* [count] */
@@ -126,6 +127,7 @@ struct ctl *ctl_create(const struct ctl_options *opts)
 	c->groups = opts->groups;
 	c->owner = opts->owner;
 	c->owner_gid = opts->owner_gid;
+	c->private_read = opts->private_read;
 	/* Wall-clock time for display only (ls -l); the scheduler never sees it. */
 	c->mtime.tv_sec = time(NULL);
 	for (int p = 0; p < SCHED_POLICY_COUNT; p++) {
@@ -1223,11 +1225,14 @@ static void fill_attr(const struct ctl *c, fuse_ino_t ino, enum kind k, struct s
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
+	/* The kernel enforces these (default_permissions): with ctl_access = "owner", other
+	 * users cannot read group names, pids or commands. */
+	mode_t others = c->private_read ? 0 : 055;
 	if (kind_is_dir(k)) {
-		st->st_mode = S_IFDIR | 0755;
+		st->st_mode = S_IFDIR | 0700 | others;
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | (kind_is_writable(k) ? 0644 : 0444);
+		st->st_mode = S_IFREG | (kind_is_writable(k) ? 0600 : 0400) | (others & 044);
 		st->st_nlink = 1;
 	}
 	st->st_uid = c->owner;

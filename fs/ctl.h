@@ -68,6 +68,7 @@ struct ctl_options {
 	struct grp_registry *groups; /* borrowed, may be NULL: then only the root group shows */
 	uid_t owner;		     /* may write besides root: the daemon's uid */
 	gid_t owner_gid;	     /* st_gid of every control inode */
+	bool private_read;	     /* only root and the owner may read (modes 0600/0700) */
 };
 
 /* Returns NULL on allocation failure. */

@@ -57,6 +57,7 @@ static const char usage_text[] =
 	"  TUNABLE=VALUE         any scheduler tunable, in sysfs units: slice_idle=0,\n"
 	"                        group_idle=8, quantum=8, target_latency=300, low_latency=1, ...\n"
 	"  ctl_dir=NAME          control directory at the mount root (default .cfqfs; empty: none)\n"
+	"  ctl_access=all|owner  who may read it (default all; writing: root and the mounter)\n"
 	"  direct_io             bypass the page cache: every read and write is scheduled\n"
 	"  kernel_cache          keep cached file data across opens; cached reads are NOT\n"
 	"                        seen by the scheduler\n"
@@ -521,6 +522,7 @@ int main(int argc, char **argv)
 		.flock = true,
 		.posix_lock = true,
 		.ctl_dir = cfg.ctl_dir,
+		.ctl_private = cfg.ctl_private,
 		.cls = cls,
 		.groups = groups,
 	};

@@ -105,6 +105,7 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 			.groups = opts->groups,
 			.owner = getuid(),
 			.owner_gid = getgid(),
+			.private_read = opts->ctl_private,
 		};
 		struct stat st;
 

@@ -1382,3 +1382,38 @@ Test(ctl_name, empty_ctl_dir_disables_it)
 	cr_assert_eq(mkdir(mnt_path(&m2, ".cfqfs"), 0755), 0, "the name is free without ctl_dir");
 	mnt_cr_finish(&m2);
 }
+
+static int nobody_cannot_read(void *arg)
+{
+	const char *path = arg;
+
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		return 10;
+	errno = 0;
+	if (open(path, O_RDONLY) >= 0 || errno != EACCES)
+		return 11;
+	return 0;
+}
+
+Test(ctl_name, ctl_access_owner_hides_it_from_other_users)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "allow_other,ctl_access=owner", NULL };
+	static char path[PATH_MAX];
+	char buf[64];
+	struct stat st;
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_setup(&m2, args), 0);
+	cr_assert_eq(stat(mnt_path(&m2, ".cfqfs"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700);
+	cr_assert_eq(stat(mnt_path(&m2, ".cfqfs/io.stat"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0400);
+	/* the owner (root here) still reads it */
+	cr_assert_gt(mnt_get(mnt_path(&m2, ".cfqfs/scheduler"), buf, sizeof(buf)), 0);
+	snprintf(path, sizeof(path), "%s", mnt_path(&m2, ".cfqfs/io.stat"));
+	cr_assert_eq(mnt_fork_run(nobody_cannot_read, path, 20000), 0,
+		     "uid 65534 could read the control directory with ctl_access=owner");
+	mnt_cr_finish(&m2);
+}
