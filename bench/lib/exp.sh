@@ -96,6 +96,7 @@ exp_cleanup() {
 	exit "$rc"
 }
 
+# shellcheck disable=SC2120  # the extra tools to check are optional
 exp_start() {
 	[ "$(id -u)" = 0 ] || exp_die "run as root (FUSE mounts, drop_caches)"
 	[ -x "$CFQFS" ] || exp_die "cfqfs binary '$CFQFS' not found (build it, or --cfqfs PATH)"
