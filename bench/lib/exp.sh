@@ -122,7 +122,7 @@ exp_header() {
 	dev=$(df --output=source "$EXP_BASE" | tail -1)
 	echo "# bench/$EXP_NAME $(date -u '+%Y-%m-%d %H:%M UTC'), runs=$RUNS, quick=$QUICK, devices: $DEVICES"
 	echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), --dir $EXP_BASE on $dev"
-	echo "# cfqfs: $CFQFS ($(git -C "$(dirname "$CFQFS")" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+	echo "# cfqfs: $CFQFS (checkout at $(git -C "$(dirname "$CFQFS")" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 }
 
 exp_mount() {
@@ -218,7 +218,7 @@ exp_table() {
 				for (j = 0; j < nc; j++) {
 					x = v[mo[i], co[j]]
 					if (x == "NA") { printf " %21s", "n/a"; continue }
-					if (b == "NA" || b + 0 == 0) pct = "    n/a"
+					if (b == "NA" || sprintf("%.2f", b) + 0 == 0) pct = "    n/a"
 					else pct = sprintf("%7.2f%%", 100 * (x - b) / b)
 					printf " %11.2f (%s)", x, pct
 				}
