@@ -1,7 +1,7 @@
 # Thin wrapper over CMake (as neovim does). On a fresh Debian machine as root:
 #   make demo   installs what is missing, builds, mounts a demo, shows the scheduler at work
 #   make test   installs what is missing, builds, runs every test suite (unit, sim, integration)
-# Other targets: build, install (PREFIX, DESTDIR), bench, asan, tsan, clean.
+# Other targets: build, install (PREFIX, DESTDIR), bench, asan, tsan, fuzz (FUZZ_SECONDS), clean.
 
 BUILD    ?= build
 TYPE     ?= RelWithDebInfo
@@ -10,7 +10,7 @@ JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE    ?= cmake
 CTEST_ARGS ?=
 
-.PHONY: all deps deps-test deps-bench build test demo install bench asan tsan clean help
+.PHONY: all deps deps-test deps-bench deps-fuzz build test demo install bench asan tsan fuzz clean help
 
 all: build
 
@@ -23,6 +23,8 @@ deps-test:
 	@sh scripts/install-deps.sh test
 deps-bench:
 	@sh scripts/install-deps.sh bench
+deps-fuzz:
+	@sh scripts/install-deps.sh fuzz
 
 $(BUILD)/CMakeCache.txt:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -62,5 +64,24 @@ tsan: test
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
 		ctest -L integration --output-on-failure $(CTEST_ARGS)
 
+# libFuzzer targets (tests/fuzz): a clang build tree of their own; each target runs for
+# FUZZ_SECONDS on its seed corpus; new inputs go to build-fuzz/corpus/<target> (the kept seeds
+# in tests/fuzz/corpus are only read). A crash stops the run and leaves
+# crash-* in build-fuzz/artifacts/<target>/. Known third-party leaks: tests/fuzz/lsan.supp.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= cgroup_parse stat_parse weight_parse rules config
+fuzz: deps-fuzz
+	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCFQFS_FUZZ=ON \
+		-DCFQFS_BENCH=OFF
+	$(CMAKE) --build build-fuzz -j$(JOBS) --target fuzz_all
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		mkdir -p build-fuzz/corpus/$$t build-fuzz/artifacts/$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
+		build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=build-fuzz/artifacts/$$t/ \
+			build-fuzz/corpus/$$t tests/fuzz/corpus/$$t; \
+	done
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

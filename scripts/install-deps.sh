@@ -3,19 +3,22 @@
 # Idempotent: it asks dpkg first and only calls apt-get for what is missing, so a machine
 # that already has everything never touches the network.
 #
-# Usage: scripts/install-deps.sh [build|test|bench|all]   (default: test)
+# Usage: scripts/install-deps.sh [build|test|bench|fuzz|all]   (default: test)
 set -eu
 
 what=${1:-test}
 build_pkgs="cmake make gcc pkg-config libfuse3-dev fuse3 libconfig-dev"
 test_pkgs="libcriterion-dev util-linux procps attr"
 bench_pkgs="fio fsmark gnuplot-nox valgrind jq"
+fuzz_pkgs="clang libclang-rt-14-dev"
 
 case "$what" in
 	build) pkgs="$build_pkgs" ;;
 	test) pkgs="$build_pkgs $test_pkgs" ;;
-	bench|all) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
-	*) echo "install-deps: unknown set '$what' (build|test|bench|all)" >&2; exit 2 ;;
+	bench) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
+	fuzz) pkgs="$build_pkgs $test_pkgs $fuzz_pkgs" ;;
+	all) pkgs="$build_pkgs $test_pkgs $bench_pkgs $fuzz_pkgs" ;;
+	*) echo "install-deps: unknown set '$what' (build|test|bench|fuzz|all)" >&2; exit 2 ;;
 esac
 
 missing=""
