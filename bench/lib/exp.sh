@@ -84,10 +84,11 @@ exp_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	set +e
+	# the script's own cleanup first: it stops background load that keeps the mount busy
+	declare -F exp_extra_cleanup >/dev/null && exp_extra_cleanup
 	if [ -n "$MNT" ] && { fuse_is_mounted "$MNT" || [ -n "$EXP_PID" ]; }; then
 		fuse_unmount "$MNT" "$EXP_PID" 20
 	fi
-	declare -F exp_extra_cleanup >/dev/null && exp_extra_cleanup
 	if [ -n "$MNT" ] && fuse_is_mounted "$MNT"; then
 		exp_note "WARNING: $MNT is still mounted; leaving $WORK in place"
 	elif [ -n "$WORK" ]; then
