@@ -177,6 +177,7 @@ BOOL_SETTER(kernel_cache)
 BOOL_SETTER(writeback_cache)
 BOOL_SETTER(direct_io)
 BOOL_SETTER(xattr)
+BOOL_SETTER(splice)
 
 static int set_attr_timeout(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
 {
@@ -330,6 +331,7 @@ static const struct {
 	{ "writeback_cache", set_writeback_cache },
 	{ "direct_io", set_direct_io },
 	{ "xattr", set_xattr },
+	{ "splice", set_splice },
 	{ "attr_timeout", set_attr_timeout },
 	{ "entry_timeout", set_entry_timeout },
 };
@@ -534,6 +536,11 @@ static int load_rules(struct cfqfs_config *c, const char *file, const config_set
 		    rule_string(r, "path", cr->path, sizeof(cr->path), file, err, errlen) ||
 		    rule_string(r, "group", cr->group, sizeof(cr->group), file, err, errlen))
 			return -EINVAL;
+		if (cr->path[0] && cr->path[0] != '/') {
+			seterr(err, errlen, "%s:%d: rules.path: \"%s\" must start with / (a path "
+			       "inside the mount)", file, line, cr->path);
+			return -EINVAL;
+		}
 		if (rule_int(r, "uid", 0, UINT32_MAX - 1, &has, &x, file, err, errlen))
 			return -EINVAL;
 		cr->has_uid = has;

@@ -56,6 +56,7 @@ struct cfqfs_config {
 	bool writeback_cache;		/* kernel write-back caching */
 	bool direct_io;			/* bypass the page cache: every read/write is scheduled */
 	bool xattr;			/* pass extended attributes through */
+	bool splice;			/* FUSE data through pipes (splice) instead of copies */
 	double attr_timeout;		/* [s] */
 	double entry_timeout;		/* [s] */
 	unsigned nr_tunables;

@@ -523,6 +523,7 @@ int main(int argc, char **argv)
 		.posix_lock = true,
 		.ctl_dir = cfg.ctl_dir,
 		.ctl_private = cfg.ctl_private,
+		.splice = cfg.splice,
 		.cls = cls,
 		.groups = groups,
 	};
@@ -590,6 +591,10 @@ int main(int argc, char **argv)
 	/* Serve and answer every queued request before the mount goes away. */
 	exec_destroy(ex);
 	ex = NULL;
+	/* libfuse's handlers end the loop with the signal's number as its "error": SIGTERM and
+	 * SIGINT are how a daemon is asked to stop, not failures. */
+	if (err == SIGTERM || err == SIGINT || err == -SIGTERM || err == -SIGINT)
+		err = 0;
 	status = err ? 1 : 0;
 	if (err)
 		LOG_ERR("session ended with error: %s", strerror(err < 0 ? -err : err));

@@ -244,10 +244,14 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 
 	/* lookup handles "." and ".." (never above SOURCE), so NFS export can work. */
 	want(conn, FUSE_CAP_EXPORT_SUPPORT, true);
-	/* Let the executor receive and send data through pipes where the kernel allows. */
-	want(conn, FUSE_CAP_SPLICE_READ, true);
-	want(conn, FUSE_CAP_SPLICE_WRITE, true);
-	want(conn, FUSE_CAP_SPLICE_MOVE, true);
+	/*
+	 * Splice (config key `splice`): libfuse then reads WRITE data into a pipe, which the
+	 * executor must still copy out before the request is queued (the pipe belongs to the
+	 * session thread), and replies come from memory anyway; bench/overhead measures both.
+	 */
+	want(conn, FUSE_CAP_SPLICE_READ, fs->opts.splice);
+	want(conn, FUSE_CAP_SPLICE_WRITE, fs->opts.splice);
+	want(conn, FUSE_CAP_SPLICE_MOVE, fs->opts.splice);
 	/* The kernel leaves the umask to us (pt_cred.c) so default ACLs on SOURCE apply. */
 	want(conn, FUSE_CAP_DONT_MASK, true);
 	want(conn, FUSE_CAP_ATOMIC_O_TRUNC, true);

@@ -29,6 +29,7 @@ struct pt_options {
 	bool posix_lock;	   /* POSIX locks through to SOURCE (OFD locks) */
 	const char *ctl_dir;	   /* control directory name at the root, "" = none */
 	bool ctl_private;	   /* only root and the mounting user may read it */
+	bool splice;		   /* let libfuse move request data through pipes (splice) */
 	struct classifier *cls;	   /* borrowed: who pays for each data request */
 	struct grp_registry *groups; /* borrowed, may be NULL: group names for the control dir */
 };

@@ -140,6 +140,9 @@ Test(config, rules_are_parsed_with_their_line)
 	write_conf("rules = ( { weight = 5000; } );\n");
 	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, ":1: rules.weight:") && strstr(err, "out of range"), "%s", err);
+	write_conf("rules = (\n { path = \"data\"; weight = 200; } );\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":2: rules.path:") && strstr(err, "must start with /"), "%s", err);
 	write_conf("rules = ( { class = \"realtime\"; } );\n");
 	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "rules.class"), "%s", err);
