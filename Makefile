@@ -37,7 +37,7 @@ test: deps-test $(BUILD)/CMakeCache.txt
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
 
 demo: deps-bench build
-	sh scripts/demo.sh $(BUILD)/fs/cfqfs
+	bash scripts/demo.sh $(BUILD)/fs/cfqfs
 
 # Re-configures with PREFIX so paths computed at configure time (SYSCONFDIR) follow it.
 install: build
