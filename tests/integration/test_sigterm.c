@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sigterm: SIGTERM to the daemon while clients read and write (with fsync) through
+ * `-o device=hdd,direct_io,depth=2`, so requests are queued and in flight when it comes.
+ * Every client must end within a bound (completed, or failed with an errno: the mount goes
+ * away), the daemon must exit 0 and unmount, and every write a client saw fsync()ed before
+ * the signal must be intact in SOURCE.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos.h"
+#include "mount.h"
+
+#define BIG_LEN (2u << 20)
+#define BIG_SEED 0x5eedu
+#define WLEN (1u << 20)
+#define CHUNK (64u << 10)
+#define NR_READERS 2
+#define NR_WRITERS 2
+#define NR (NR_READERS + NR_WRITERS)
+
+static struct mnt M;
+
+static void setup(void)
+{
+	static const char *const args[] = { "-o", "device=hdd,direct_io,depth=2", NULL };
+
+	cr_assert_eq(mnt_prepare(&M), 0, "mnt_prepare");
+	cr_assert_eq(ch_make_file(src_path(&M, "big"), BIG_SEED, BIG_LEN), 0, "make SOURCE/big");
+	umask(022);
+	if (!mnt_fuse_available())
+		cr_skip("/dev/fuse unavailable: %s", mnt_fuse_unavailable_reason());
+	int r = mnt_start(&M, args);
+	if (r != 0) {
+		mnt_dump_log(&M);
+		cr_assert_fail("mount failed: %s", strerror(-r));
+	}
+}
+
+static void teardown(void)
+{
+	mnt_cr_teardown(&M);
+}
+
+TestSuite(sigterm, .init = setup, .fini = teardown, .timeout = 60);
+
+static void spawn_all(struct ch_client *cl, double run_s)
+{
+	for (unsigned i = 0; i < NR; i++) {
+		char rel[32];
+		int r;
+
+		if (i < NR_READERS) {
+			r = ch_spawn(&cl[i], CH_READER, mnt_path(&M, "big"), BIG_SEED, BIG_LEN, CHUNK,
+				     run_s);
+		} else {
+			snprintf(rel, sizeof(rel), "w%u", i);
+			r = ch_spawn(&cl[i], CH_WRITER, mnt_path(&M, rel), 0x77u + i, WLEN, CHUNK,
+				     run_s);
+		}
+		cr_assert_eq(r, 0, "spawn: %s", strerror(-r));
+	}
+}
+
+/* waits up to ms for the daemon to exit WITHOUT reaping it (the fixture reaps) */
+static bool daemon_gone(pid_t pid, int ms)
+{
+	for (int t = 0; t < ms; t += 10) {
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+Test(sigterm, under_load)
+{
+	struct ch_client cl[NR];
+
+	spawn_all(cl, 15.0);
+	usleep(1500000);
+	cr_assert_eq(kill(M.pid, SIGTERM), 0);
+	for (unsigned i = 0; i < NR; i++) {
+		int rr = ch_reap(&cl[i], 10000);
+		if (rr != 0) {
+			for (unsigned j = 0; j < NR; j++)
+				ch_kill(&cl[j]);
+			cr_assert_fail("client %u still running 10 s after SIGTERM", i);
+		}
+		int code = ch_exit_code(&cl[i]);
+		cr_assert(code >= CH_EXIT_ERRNO, "client %u ended with code %d", i, code);
+	}
+	cr_assert(daemon_gone(M.pid, 10000), "daemon still running 10 s after SIGTERM");
+	cr_assert(!mnt_is_fuse_mounted(M.mnt), "still mounted after SIGTERM");
+	for (unsigned i = NR_READERS; i < NR; i++) {
+		char rel[32];
+		uint64_t bad = 0;
+		cr_assert_gt(cl[i].nr_acks, 0);
+		snprintf(rel, sizeof(rel), "w%u", i);
+		int r = ch_verify_file(src_path(&M, rel), 0x77u + i, cl[i].acked, &bad);
+		cr_assert_eq(r, 0, "SOURCE/%s bad at %llu", rel, (unsigned long long)bad);
+		cr_log_info("writer %u: %llu acknowledged bytes intact", i,
+			    (unsigned long long)cl[i].acked);
+	}
+	mnt_cr_finish(&M);
+}
