@@ -415,7 +415,18 @@ static void set_prio_slice(const struct sched *sd, struct sched_queue *q, sched_
 	q->cfq.allocated_slice = slice;
 }
 
-/* Time to charge; *unaccounted gets what exceeded the allocation. */
+/*
+ * Time to charge a queue's group for its slice; *unaccounted gets the overrun (reported).
+ * Two cfqfs departures from the kernel, both measured with bench/fairness on the emulated
+ * disk, where a weight-100 group among 100/200/400/800 random readers got +33% over its share:
+ *  - the overrun past the allocated slice (the request in flight when the slice ended) is
+ *    charged, not dropped: with seeky 12 ms requests and 20 ms slices it was worth up to half
+ *    a slice for free;
+ *  - for a seeky queue, the time from the slice's first dispatch to its first completion
+ *    (when the slice formally starts) is charged too: that first request costs what every
+ *    other one does. For a sequential queue it stays free, as in the kernel: there it is mostly
+ *    the seek of switching queues, and charging it would take bytes from low-weight groups.
+ */
 static sched_ns slice_usage(const struct sched_queue *q, sched_ns now, sched_ns *unaccounted)
 {
 	const struct cfq_queue *cq = &q->cfq;
@@ -428,10 +439,10 @@ static sched_ns slice_usage(const struct sched_queue *q, sched_ns now, sched_ns 
 		return used ? used : 1;
 	}
 	used = now - cq->slice_start;
-	if (used > cq->allocated_slice) {
+	if (used > cq->allocated_slice)
 		*unaccounted = used - cq->allocated_slice;
-		used = cq->allocated_slice;
-	}
+	if (cfq_seeky(cq->seek_history) && sched_time_after(cq->slice_start, cq->dispatch_start))
+		used += cq->slice_start - cq->dispatch_start;
 	return used;
 }
 
