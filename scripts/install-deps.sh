@@ -9,7 +9,7 @@ set -eu
 what=${1:-test}
 build_pkgs="cmake make gcc pkg-config libfuse3-dev fuse3 libconfig-dev"
 test_pkgs="libcriterion-dev util-linux procps attr"
-bench_pkgs="fio fsmark gnuplot-nox valgrind jq"
+bench_pkgs="fio fsmark gnuplot-nox valgrind jq perl"
 fuzz_pkgs="clang libclang-rt-14-dev"
 
 case "$what" in
