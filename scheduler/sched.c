@@ -1130,13 +1130,6 @@ void sched_get_info(const struct sched *sd, struct sched_info *out)
 /* ---------------------------------------------------------------------------------------- */
 /* Invariants */
 
-#define FAIL(...)                                          \
-	do {                                               \
-		if (buf)                                   \
-			snprintf(buf, buflen, __VA_ARGS__); \
-		return -EFAULT;                            \
-	} while (0)
-
 int sched__check_chain(const struct sched_rq *h, const struct sched_queue *q, size_t *nreq,
 		       char *buf, size_t buflen)
 {

@@ -261,13 +261,8 @@ static struct sched_rq *find_next_rq(const struct sched *sd, struct sched_queue 
 static int st_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
 {
 	const struct cfq_queue *x = &q_of_st(a)->cfq, *y = &q_of_st(b)->cfq;
-	int64_t d = (int64_t)(x->rb_key - y->rb_key);
 
-	if (d != 0)
-		return d < 0 ? -1 : 1;
-	if (x->rb_seq != y->rb_seq)
-		return x->rb_seq < y->rb_seq ? -1 : 1;
-	return 0;
+	return sched__cmp_key_seq(x->rb_key, x->rb_seq, y->rb_key, y->rb_seq);
 }
 
 static void group_notify_queue_add(struct sched *sd, struct sched_group *g)
@@ -1269,13 +1264,6 @@ static void cfq_info(const struct sched *sd, struct sched_info *out)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Invariants */
-
-#define FAIL(...)                                          \
-	do {                                               \
-		if (buf)                                   \
-			snprintf(buf, buflen, __VA_ARGS__); \
-		return -EFAULT;                            \
-	} while (0)
 
 static int check_queue(const struct sched *sd, const struct sched_queue *q, uint32_t *busy,
 		       uint32_t *busy_sync, char *buf, size_t buflen)

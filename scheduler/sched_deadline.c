@@ -159,13 +159,6 @@ static struct sched_rq *dl_drain(struct sched *sd)
 	return first;
 }
 
-#define FAIL(...)                                          \
-	do {                                               \
-		if (buf)                                   \
-			snprintf(buf, buflen, __VA_ARGS__); \
-		return -EFAULT;                            \
-	} while (0)
-
 static int dl_check(const struct sched *sd, char *buf, size_t buflen)
 {
 	const struct dl_data *dl = &sd->dl;

@@ -34,13 +34,8 @@ _Static_assert((1ull << SCHED_FQ_SHIFT) * SCHED_WEIGHT_MAX < (1ull << 32), "vfra
 static int grp_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
 {
 	const struct cfq_group *x = &grp_of(a)->cfq, *y = &grp_of(b)->cfq;
-	int64_t d = (int64_t)(x->vdisktime - y->vdisktime);
 
-	if (d != 0)
-		return d < 0 ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return 0;
+	return sched__cmp_key_seq(x->vdisktime, x->seq, y->vdisktime, y->seq);
 }
 
 uint64_t sched__fq_scale_charge(uint64_t charge, uint32_t vfraction)
@@ -200,13 +195,6 @@ bool sched__fq_is_descendant(const struct sched_group *g, const struct sched_gro
 			return true;
 	return false;
 }
-
-#define FAIL(...)                                          \
-	do {                                               \
-		if (buf)                                   \
-			snprintf(buf, buflen, __VA_ARGS__); \
-		return -EFAULT;                            \
-	} while (0)
 
 int sched__fq_check(const struct sched *sd, char *buf, size_t buflen)
 {

@@ -118,6 +118,33 @@ static inline void list_replace(struct sched_list *old, struct sched_list *n)
 	list_init(old);
 }
 
+/*
+ * For the *_check() functions, which take (char *buf, size_t buflen): describe the broken
+ * invariant into buf (if given) and return -EFAULT.
+ */
+#define FAIL(...)                                          \
+	do {                                               \
+		if (buf)                                   \
+			snprintf(buf, buflen, __VA_ARGS__); \
+		return -EFAULT;                            \
+	} while (0)
+
+/*
+ * Tree order for keys that are times or virtual times: wrap-safe comparison of `ka` and `kb`
+ * (valid while they are less than 2^63 apart), ties broken by sequence number so the order is
+ * deterministic. Returns <0, 0, >0.
+ */
+static inline int sched__cmp_key_seq(uint64_t ka, uint64_t sa, uint64_t kb, uint64_t sb)
+{
+	int64_t d = (int64_t)(ka - kb);
+
+	if (d != 0)
+		return d < 0 ? -1 : 1;
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	return 0;
+}
+
 #define rq_of_fifo(l) sched_container_of(l, struct sched_rq, fifo_node)
 #define rq_of_sort(n) sched_container_of(n, struct sched_rq, sort_node)
 
