@@ -8,11 +8,16 @@
  * The test checks exactly that, then lets the clients finish on their own (bounded), unmounts
  * again and expects the daemon to exit 0 with every fsync()ed write in SOURCE. Lazy unmount
  * (fusermount3 -uz) is not covered.
+ *
+ * SIGTERM to the daemon under the same load: every client must end within a bound (completed,
+ * or failed with an errno as the mount goes away), the daemon must exit 0 and unmount, and
+ * every write a client saw fsync()ed before the signal must be intact in SOURCE.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -131,4 +136,48 @@ Test(shutdown, fusermount_under_load_is_ebusy_then_clean)
 			     (unsigned long long)cl[i].acked);
 	}
 	mnt_cr_finish(&M); /* reaps the daemon: it must have exited 0 */
+}
+
+/* waits up to ms for the daemon to exit WITHOUT reaping it (the fixture reaps) */
+static bool daemon_gone(pid_t pid, int ms)
+{
+	for (int t = 0; t < ms; t += 10) {
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+Test(shutdown, sigterm_under_load_finishes_and_exits_0)
+{
+	struct ch_client cl[NR];
+
+	spawn_all(cl, 15.0);
+	usleep(1500000);
+	cr_assert_eq(kill(M.pid, SIGTERM), 0);
+	for (unsigned i = 0; i < NR; i++) {
+		int rr = ch_reap(&cl[i], 10000);
+		if (rr != 0) {
+			for (unsigned j = 0; j < NR; j++)
+				ch_kill(&cl[j]);
+			cr_assert_fail("client %u still running 10 s after SIGTERM", i);
+		}
+		int code = ch_exit_code(&cl[i]);
+		cr_assert(code >= CH_EXIT_ERRNO, "client %u ended with code %d", i, code);
+	}
+	cr_assert(daemon_gone(M.pid, 10000), "daemon still running 10 s after SIGTERM");
+	cr_assert(!mnt_is_fuse_mounted(M.mnt), "still mounted after SIGTERM");
+	for (unsigned i = NR_READERS; i < NR; i++) {
+		char rel[32];
+		uint64_t bad = 0;
+		cr_assert_gt(cl[i].nr_acks, 0);
+		snprintf(rel, sizeof(rel), "w%u", i);
+		int r = ch_verify_file(src_path(&M, rel), 0x77u + i, cl[i].acked, &bad);
+		cr_assert_eq(r, 0, "SOURCE/%s bad at %llu", rel, (unsigned long long)bad);
+		cr_log_info("writer %u: %llu acknowledged bytes intact", i,
+			    (unsigned long long)cl[i].acked);
+	}
+	mnt_cr_finish(&M);
 }
