@@ -155,7 +155,22 @@ Test(shutdown, sigterm_under_load_finishes_and_exits_0)
 	struct ch_client cl[NR];
 
 	spawn_all(cl, 15.0);
-	usleep(1500000);
+	/* SIGTERM once every writer has written past its first fsync (its SOURCE file holds two
+	 * chunks), so that acknowledged data exists; bounded, as a slow (TSan) daemon needs more
+	 * than the usual second. */
+	for (int waited = 0; waited < 10000; waited += 50) {
+		unsigned ready = 0;
+		for (unsigned i = NR_READERS; i < NR; i++) {
+			char rel[32];
+			struct stat wst;
+			snprintf(rel, sizeof(rel), "w%u", i);
+			ready += stat(src_path(&M, rel), &wst) == 0 && wst.st_size >= 2 * (off_t)CHUNK;
+		}
+		if (ready == NR_WRITERS)
+			break;
+		usleep(50000);
+	}
+	usleep(200000);
 	cr_assert_eq(kill(M.pid, SIGTERM), 0);
 	for (unsigned i = 0; i < NR; i++) {
 		int rr = ch_reap(&cl[i], 10000);
