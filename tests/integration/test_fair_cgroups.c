@@ -39,19 +39,12 @@ static char opts[512];
 
 static void setup(void)
 {
-	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
-			mnt_fuse_unavailable_reason());
-	cgt_cr_require(&H);
-	cr_assert_eq(mnt_prepare(&M), 0, "cannot make the temp dirs");
+	wl_cr_fair_setup(&M, &H);
 }
 
 static void teardown(void)
 {
-	wl_free(&R);
-	mnt_cr_teardown(&M);
-	cgt_destroy_all();
+	wl_cr_fair_teardown(&M, &R);
 }
 
 TestSuite(fair_cgroups, .init = setup, .fini = teardown, .timeout = 120);
@@ -61,11 +54,7 @@ TestSuite(fair_cgroups, .init = setup, .fini = teardown, .timeout = 120);
 /* Creates cgroup `suffix` with `weight` (file or, failing that, rule). */
 static void make_cg(struct cgt *cg, const char *suffix, unsigned weight)
 {
-	int r = cgt_create(&H, suffix, cg);
-
-	cr_assert_eq(r, 0, "cgroup %s under %s: %s", suffix, H.root, strerror(-r));
-	r = cgt_set_weight(&H, cg, weight);
-	cr_assert(r == 0 || r == -ENOENT, "weight of %s: %s", cg->dir, strerror(-r));
+	cgt_cr_make(&H, cg, suffix, weight);
 }
 
 /* Creates cgroup `suffix` whose weight only a config rule `{ cgroup = ...; weight = W; }`

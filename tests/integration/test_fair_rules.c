@@ -35,19 +35,12 @@ static char opts[512];
 
 static void setup(void)
 {
-	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
-			mnt_fuse_unavailable_reason());
-	cgt_cr_require(&H);
-	cr_assert_eq(mnt_prepare(&M), 0, "cannot make the temp dirs");
+	wl_cr_fair_setup(&M, &H);
 }
 
 static void teardown(void)
 {
-	wl_free(&R);
-	mnt_cr_teardown(&M);
-	cgt_destroy_all();
+	wl_cr_fair_teardown(&M, &R);
 }
 
 TestSuite(fair_rules, .init = setup, .fini = teardown, .timeout = 120);

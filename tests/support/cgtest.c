@@ -337,6 +337,16 @@ int cgt_set_weight(const struct cgt_hier *h, struct cgt *cg, unsigned weight)
 	return ret;
 }
 
+void cgt_cr_make(const struct cgt_hier *h, struct cgt *cg, const char *suffix,
+		 unsigned weight)
+{
+	int r = cgt_create(h, suffix, cg);
+
+	cr_assert_eq(r, 0, "cgroup %s under %s: %s", suffix, h->root, strerror(-r));
+	r = cgt_set_weight(h, cg, weight);
+	cr_assert(r == 0 || r == -ENOENT, "weight of %s: %s", cg->dir, strerror(-r));
+}
+
 void cgt_weight_by_rule(struct cgt *cg, unsigned weight)
 {
 	cg->weight = weight;

@@ -101,6 +101,13 @@ int cgt_set_weight(const struct cgt_hier *h, struct cgt *cg, unsigned weight);
  * Records `weight` [10..1000] for cgt_rules() only, leaving the cgroup's weight files alone:
  * the configuration rule then sets it (rules take precedence over files). Cannot fail.
  */
+/*
+ * Test helper: cgt_create() then cgt_set_weight(), failing the test on an error other than a
+ * missing weight file (then the caller sets the weight by a rule, see cgt_weight_by_rule).
+ */
+void cgt_cr_make(const struct cgt_hier *h, struct cgt *cg, const char *suffix,
+		 unsigned weight);
+
 void cgt_weight_by_rule(struct cgt *cg, unsigned weight);
 
 /* Moves process `pid` (all its threads; 0 = the caller) into the cgroup. Returns 0 or -errno.

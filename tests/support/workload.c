@@ -596,3 +596,20 @@ int wl_iostat(struct mnt *m, const char *group, const char *key, uint64_t *val)
 	}
 	return -ENOENT;
 }
+
+void wl_cr_fair_setup(struct mnt *m, struct cgt_hier *h)
+{
+	umask(022);
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
+			mnt_fuse_unavailable_reason());
+	cgt_cr_require(h);
+	cr_assert_eq(mnt_prepare(m), 0, "cannot make the temp dirs");
+}
+
+void wl_cr_fair_teardown(struct mnt *m, struct wl_run *r)
+{
+	wl_free(r);
+	mnt_cr_teardown(m);
+	cgt_destroy_all();
+}

@@ -155,4 +155,12 @@ void wl_cr_mount(struct mnt *m, const char *conf_text, const char *opts);
  */
 int wl_iostat(struct mnt *m, const char *group, const char *key, uint64_t *val);
 
+/*
+ * The fairness suites' fixture: .init skips loudly without /dev/fuse or a usable cgroup
+ * hierarchy (filling *h) and prepares the temp dirs of *m; .fini frees the workload run,
+ * unmounts and removes every cgroup the test made, even after a failure.
+ */
+void wl_cr_fair_setup(struct mnt *m, struct cgt_hier *h);
+void wl_cr_fair_teardown(struct mnt *m, struct wl_run *r);
+
 #endif /* CFQFS_TEST_WORKLOAD_H */
