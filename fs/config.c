@@ -43,6 +43,9 @@ void cfg_defaults(struct cfqfs_config *c)
 	c->xattr = true;
 	c->attr_timeout = 1.0;
 	c->entry_timeout = 1.0;
+	c->queue_limit = 4096;
+	c->queue_limit_mb = 256;
+	c->open_limit = 0;
 	c->queue_by = CG_QUEUE_BY_PROCESS;
 	c->group_by = CG_GROUP_BY_CGROUP;
 	c->cgroup_line = CG_SELECT_AUTO;
@@ -249,6 +252,34 @@ static int set_cache_ttl_ms(struct cfqfs_config *c, const char *v, char *err, si
 	return r;
 }
 
+static int set_u32(uint32_t *out, int64_t min, int64_t max, const char *v, char *err,
+		   size_t errlen)
+{
+	int64_t x;
+	int r = parse_int(v, min, max, &x, err, errlen);
+
+	if (r == 0)
+		*out = (uint32_t)x;
+	return r;
+}
+
+/* Below 16 requests a group could not keep even a small device busy. */
+static int set_queue_limit(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	return set_u32(&c->queue_limit, 16, 1 << 20, v, err, errlen);
+}
+
+/* At least one maximal (1 MiB) write must fit. */
+static int set_queue_limit_mb(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	return set_u32(&c->queue_limit_mb, 1, 1 << 20, v, err, errlen);
+}
+
+static int set_open_limit(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	return set_u32(&c->open_limit, 0, 1 << 30, v, err, errlen);
+}
+
 /* "device": none, hdd, ssd, raid:N, ssd:N. Selecting a model resets its parameters. */
 static int set_device(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
 {
@@ -324,6 +355,9 @@ static const struct {
 	{ "device", set_device },
 	{ "scheduler", set_scheduler },
 	{ "depth", set_depth },
+	{ "queue_limit", set_queue_limit },
+	{ "queue_limit_mb", set_queue_limit_mb },
+	{ "open_limit", set_open_limit },
 	{ "rotational", set_rotational },
 	{ "ctl_dir", set_ctl_dir },
 	{ "ctl_access", set_ctl_access },

@@ -59,6 +59,11 @@ struct cfqfs_config {
 	bool splice;			/* FUSE data through pipes (splice) instead of copies */
 	double attr_timeout;		/* [s] */
 	double entry_timeout;		/* [s] */
+	/* Per-group bounds (resource exhaustion). Over them a request gets EAGAIN, an open
+	 * EMFILE; see executor.h and pt.h. */
+	uint32_t queue_limit;		/* [requests] queued + in flight per group */
+	uint32_t queue_limit_mb;	/* [MiB] write data held per group */
+	uint32_t open_limit;		/* [files] open per group; 0 = a quarter of the fd limit */
 	unsigned nr_tunables;
 	struct cfg_tunable tunables[CFG_MAX_TUNABLES]; /* in order of appearance; last wins */
 

@@ -34,6 +34,11 @@
 
 #define EXEC_DEPTH_MAX 256u
 #define EXEC_IOV_MAX 256 /* members of one merged run issued by one preadv/pwritev */
+/* [bytes] buffer memory the free pool may keep for reuse; past it, buffers of returning
+ * records are freed, so a burst does not pin its peak memory for the daemon's lifetime. */
+#define EXEC_POOL_KEEP_BYTES (64ull << 20)
+/* [ns] at most one "limit reached" warning per this interval. */
+#define EXEC_LIMIT_WARN_NS (10ull * 1000000000ull)
 
 enum er_state {
 	ER_FREE = 0,	/* in the pool */
@@ -52,13 +57,23 @@ struct exec_req {
 	char *buf;		 /* read destination or write data */
 	size_t buf_cap;		 /* [bytes] allocated size of buf, kept across reuse */
 	ssize_t result;		 /* [bytes] transferred, or -errno */
+	uint32_t charged_group;	 /* group whose load counts this record, if `charged` */
+	bool charged;		 /* counted in ex->load[charged_group]; protected by ex->lock */
+	uint64_t charged_bytes;	 /* [bytes] of write data counted there */
 	enum er_state state;	 /* protected by ex->lock */
 	struct exec_req *next_free; /* pool link, protected by ex->lock */
+};
+
+/* What one group holds in the daemon: records charged to it (queued or in flight). */
+struct grp_load {
+	uint32_t reqs;	 /* [requests] */
+	uint64_t bytes;	 /* [bytes] of write data */
 };
 
 /*
  * Invariants (under lock): every record is either on the free list (ER_FREE) or owned by
  * exactly one of the scheduler (ER_QUEUED) or a worker (ER_RUNNING); nr_records counts all.
+ * load[g] sums the charged records of group g; pool_bytes sums buf_cap over the free list.
  */
 struct executor {
 	pthread_mutex_t lock;
@@ -67,6 +82,12 @@ struct executor {
 	struct exec_req *free_list; /* protected by lock */
 	size_t nr_records;	   /* protected by lock */
 	bool stopping;		   /* protected by lock */
+	struct exec_limits limits; /* protected by lock */
+	struct grp_load *load;	   /* [nr_load], indexed by group id; protected by lock */
+	size_t nr_load;		   /* protected by lock */
+	uint64_t nr_limited;	   /* requests refused by the limits; protected by lock */
+	sched_ns limit_warned;	   /* [ns] last limit warning; protected by lock */
+	size_t pool_bytes;	   /* [bytes] buffers kept by the free list; protected by lock */
 	struct dev_model *dev;	   /* emulated device or NULL; protected by lock */
 	unsigned in_flight;	   /* chains being issued, by workers or inline; protected by lock */
 	unsigned idle_workers;	   /* workers waiting on `work`; protected by lock */
@@ -89,6 +110,7 @@ static struct exec_req *er_get(struct executor *ex)
 	if (er) {
 		ex->free_list = er->next_free;
 		er->next_free = NULL;
+		ex->pool_bytes -= er->buf_cap;
 		return er;
 	}
 	er = calloc(1, sizeof(*er));
@@ -99,9 +121,22 @@ static struct exec_req *er_get(struct executor *ex)
 	return er;
 }
 
-/* Returns a record to the pool. Called with ex->lock held. */
+/* Returns a record to the pool, dropping its charge. Called with ex->lock held. */
 static void er_put(struct executor *ex, struct exec_req *er)
 {
+	if (er->charged) {
+		struct grp_load *l = &ex->load[er->charged_group];
+		l->reqs--;
+		l->bytes -= er->charged_bytes;
+		er->charged = false;
+		er->charged_bytes = 0;
+	}
+	if (ex->pool_bytes + er->buf_cap > EXEC_POOL_KEEP_BYTES) {
+		free(er->buf);
+		er->buf = NULL;
+		er->buf_cap = 0;
+	}
+	ex->pool_bytes += er->buf_cap;
 	er->req = NULL;
 	er->state = ER_FREE;
 	er->next_free = ex->free_list;
@@ -220,6 +255,14 @@ static void do_io(struct exec_req *head)
 	}
 	for (rq = &head->rq; rq; rq = rq->merge_next) {
 		struct exec_req *er = er_of(rq);
+		/* Read buffers are taken only now, so a queued read holds no data memory. */
+		if (rq->op == SCHED_OP_READ && er_reserve(er, rq->len) < 0) {
+			er->result = -ENOMEM;
+			if (n > 0)
+				io_run(run, n);
+			n = 0;
+			continue;
+		}
 		bool contiguous = n > 0 && n < EXEC_IOV_MAX &&
 				  run[n - 1]->rq.offset + run[n - 1]->rq.len == rq->offset;
 		if (n > 0 && !contiguous) {
@@ -363,6 +406,47 @@ static void on_interrupt(fuse_req_t req, void *data)
 
 static void er_fail(struct executor *ex, struct exec_req *er, int err);
 
+/*
+ * Charges a filled record to its group's load unless that would pass a limit (a group holding
+ * nothing may always hold one request, whatever its size). Called with ex->lock held.
+ * Returns 0; -EAGAIN over a limit (*warn set when a warning is due); -ENOMEM if the load table
+ * could not grow. Nothing is charged on failure.
+ */
+static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *warn)
+{
+	uint32_t g = er->rq.group;
+	uint64_t bytes = er->rq.op == SCHED_OP_WRITE ? er->rq.len : 0;
+	struct grp_load *l;
+
+	if (g >= ex->nr_load) {
+		size_t n = ex->nr_load ? ex->nr_load : 16;
+		while (n <= g)
+			n *= 2;
+		l = realloc(ex->load, n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		memset(l + ex->nr_load, 0, (n - ex->nr_load) * sizeof(*l));
+		ex->load = l;
+		ex->nr_load = n;
+	}
+	l = &ex->load[g];
+	if (l->reqs > 0 && (l->reqs >= ex->limits.queue_limit ||
+			    l->bytes + bytes > ex->limits.queue_bytes)) {
+		ex->nr_limited++;
+		if (ex->limit_warned == 0 || now - ex->limit_warned >= EXEC_LIMIT_WARN_NS) {
+			ex->limit_warned = now ? now : 1;
+			*warn = true;
+		}
+		return -EAGAIN;
+	}
+	l->reqs++;
+	l->bytes += bytes;
+	er->charged = true;
+	er->charged_group = g;
+	er->charged_bytes = bytes;
+	return 0;
+}
+
 static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_op op, bool sync,
 		    uint64_t off, uint64_t len)
 {
@@ -386,12 +470,16 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
  */
 static void submit(struct executor *ex, struct exec_req *er)
 {
+	bool warn = false;
+	uint32_t group = er->rq.group;
 	int err;
 
 	fuse_req_interrupt_func(er->req, on_interrupt, er);
 	pthread_mutex_lock(&ex->lock);
 	sched_ns now = clk_now();
-	err = ex->stopping ? -ESHUTDOWN : sched_enqueue(ex->sd, &er->rq, now);
+	err = ex->stopping ? -ESHUTDOWN : charge(ex, er, now, &warn);
+	if (err == 0)
+		err = sched_enqueue(ex->sd, &er->rq, now);
 	if (err == 0) {
 		er->state = ER_QUEUED;
 		/*
@@ -408,8 +496,13 @@ static void submit(struct executor *ex, struct exec_req *er)
 		}
 	}
 	pthread_mutex_unlock(&ex->lock);
+	if (warn)
+		LOG_WARN("group %u reached its queue limit (queue_limit, queue_limit_mb): further "
+			 "requests of it get EAGAIN until it drains (warned once per %llu s)",
+			 group, (unsigned long long)(EXEC_LIMIT_WARN_NS / 1000000000ull));
 	if (err) {
-		LOG_WARN("cannot queue a request: %s", strerror(-err));
+		if (err != -EAGAIN)
+			LOG_WARN("cannot queue a request: %s", strerror(-err));
 		er_fail(ex, er, err == -ESHUTDOWN ? EIO : -err);
 	}
 }
@@ -462,10 +555,14 @@ static struct exec_req *er_new_data(struct executor *ex, fuse_req_t req, int fd,
 void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t off,
 	       const struct exec_tag *tag)
 {
-	struct exec_req *er = er_new_data(ex, req, fd, off, size);
+	struct exec_req *er = er_new(ex, req, fd);
 
 	if (!er)
 		return;
+	if (off < 0) {
+		er_fail(ex, er, EINVAL);
+		return;
+	}
 	fill_rq(er, tag, SCHED_OP_READ, true, (uint64_t)off, size);
 	submit(ex, er);
 }
@@ -502,6 +599,23 @@ void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
 	submit(ex, er);
 }
 
+void exec_set_limits(struct executor *ex, const struct exec_limits *lim)
+{
+	pthread_mutex_lock(&ex->lock);
+	ex->limits = *lim;
+	pthread_mutex_unlock(&ex->lock);
+}
+
+uint64_t exec_nr_limited(struct executor *ex)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&ex->lock);
+	n = ex->nr_limited;
+	pthread_mutex_unlock(&ex->lock);
+	return n;
+}
+
 int exec_with_sched(struct executor *ex, int (*fn)(void *arg, struct sched *sd), void *arg)
 {
 	int r;
@@ -530,6 +644,11 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 		goto out;
 	}
 	ex->depth = opts->depth;
+	ex->limits = opts->limits;
+	if (ex->limits.queue_limit == 0)
+		ex->limits.queue_limit = EXEC_QUEUE_LIMIT_DEFAULT;
+	if (ex->limits.queue_bytes == 0)
+		ex->limits.queue_bytes = EXEC_QUEUE_BYTES_DEFAULT;
 	ex->workers = calloc(opts->depth, sizeof(*ex->workers));
 	if (!ex->workers) {
 		e = -ENOMEM;
@@ -607,6 +726,7 @@ void exec_destroy(struct executor *ex)
 	}
 	sched_destroy(ex->sd);
 	dev_destroy(ex->dev);
+	free(ex->load);
 	pthread_cond_destroy(&ex->work);
 	pthread_mutex_destroy(&ex->lock);
 	free(ex->workers);

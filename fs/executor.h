@@ -35,8 +35,22 @@ struct exec_tag {
 			       owned by the handle (pt_classify_release) */
 };
 
+/*
+ * Per-group bounds on what the daemon holds for requests not yet answered (queued or in
+ * flight), so that one group flooding the mount cannot exhaust the daemon's memory. A request
+ * past either bound is answered EAGAIN at once: the submitting FUSE thread must never wait
+ * (FUSE has one request channel, so a thread parked for one group would stall every group).
+ */
+struct exec_limits {
+	unsigned queue_limit;  /* [requests] per group, queued + in flight; >= 1 */
+	uint64_t queue_bytes;  /* [bytes] per group of write data held; >= 1 MiB */
+};
+#define EXEC_QUEUE_LIMIT_DEFAULT 4096u
+#define EXEC_QUEUE_BYTES_DEFAULT (256ull << 20)
+
 struct exec_options {
 	unsigned depth;		 /* worker threads = device queue depth; 1..256 */
+	struct exec_limits limits;
 	enum sched_policy policy;
 	bool rotational;
 	/* Emulated device, or NULL: each I/O is held until the model's completion time (the
@@ -72,6 +86,13 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 		off_t off, const struct exec_tag *tag);
 void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
 		const struct exec_tag *tag);
+
+/* Replaces the per-group limits; requests already held are kept even if now over. Cannot
+ * fail. */
+void exec_set_limits(struct executor *ex, const struct exec_limits *lim);
+
+/* Requests refused with EAGAIN by the limits since start, all groups. Cannot fail. */
+uint64_t exec_nr_limited(struct executor *ex);
 
 /* Runs fn(arg, sd) under the executor lock (control files, stats, tunables). Returns fn's
  * value. fn must not block. */

@@ -56,6 +56,11 @@ static const char usage_text[] =
 	"                        on non-rotational SOURCE cfq defaults to slice_idle=0 (IOPS mode)\n"
 	"  TUNABLE=VALUE         any scheduler tunable, in sysfs units: slice_idle=0,\n"
 	"                        group_idle=8, quantum=8, target_latency=300, low_latency=1, ...\n"
+	"  queue_limit=N         requests one group may have waiting or in flight (default\n"
+	"                        4096); past it, or past queue_limit_mb MiB of its write data\n"
+	"                        (default 256), its requests fail with EAGAIN\n"
+	"  open_limit=N          files one group may hold open (default 0: a quarter of the\n"
+	"                        daemon's descriptor limit); past it, open fails with EMFILE\n"
 	"  ctl_dir=NAME          control directory at the mount root (default .cfqfs; empty: none)\n"
 	"  ctl_access=all|owner  who may read it (default all; writing: root and the mounter)\n"
 	"  direct_io             bypass the page cache: every read and write is scheduled\n"
@@ -344,8 +349,17 @@ struct reloader {
 	struct cfqfs_config *cfg;    /* the running configuration; written by this thread only */
 	struct executor *ex;	     /* borrowed */
 	struct classifier *cls;	     /* borrowed */
+	struct pt_fs *fs;	     /* borrowed */
 	atomic_bool stop;
 };
+
+static struct exec_limits exec_limits_of(const struct cfqfs_config *cfg)
+{
+	return (struct exec_limits){
+		.queue_limit = cfg->queue_limit,
+		.queue_bytes = (uint64_t)cfg->queue_limit_mb << 20,
+	};
+}
 
 static int switch_policy(void *arg, struct sched *sd)
 {
@@ -381,6 +395,9 @@ static void reload(struct reloader *rl)
 	r = exec_with_sched(rl->ex, apply_tunables, &next);
 	if (r < 0)
 		LOG_ERR("reload: a tunable was refused: %s", strerror(-r));
+	struct exec_limits lim = exec_limits_of(&next);
+	exec_set_limits(rl->ex, &lim);
+	pt_set_open_limit(rl->fs, next.open_limit);
 	if (next.depth != rl->cfg->depth || next.device_enabled != rl->cfg->device_enabled ||
 	    strcmp(next.ctl_dir, rl->cfg->ctl_dir) || next.direct_io != rl->cfg->direct_io ||
 	    next.kernel_cache != rl->cfg->kernel_cache ||
@@ -485,6 +502,7 @@ int main(int argc, char **argv)
 	bool rotational = decide_rotational(&cfg, src, why, sizeof(why));
 	struct exec_options eopts = {
 		.depth = cfg.depth,
+		.limits = exec_limits_of(&cfg),
 		.policy = cfg.policy,
 		.rotational = rotational,
 		.device = cfg.device_enabled ? &cfg.device : NULL,
@@ -524,6 +542,7 @@ int main(int argc, char **argv)
 		.ctl_dir = cfg.ctl_dir,
 		.ctl_private = cfg.ctl_private,
 		.splice = cfg.splice,
+		.open_limit = cfg.open_limit,
 		.cls = cls,
 		.groups = groups,
 	};
@@ -564,7 +583,7 @@ int main(int argc, char **argv)
 		LOG_ERR("cannot start I/O workers: %s", strerror(-err));
 		goto out_unmount;
 	}
-	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls };
+	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls, .fs = fs };
 	atomic_init(&rl.stop, false);
 	bool reloader_started = pthread_create(&rl.thread, NULL, reload_main, &rl) == 0;
 	if (!reloader_started)

@@ -6,6 +6,7 @@
 #include "pt.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <stdlib.h>
@@ -45,6 +46,29 @@ static void raise_fd_limit(void)
 	rl.rlim_cur = rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
 		LOG_DEBUG("RLIMIT_NOFILE raised to %llu", (unsigned long long)rl.rlim_cur);
+}
+
+/* open_limit = 0: a quarter of the (raised) descriptor limit, so that up to three groups
+ * hoarding files still leave room for the others and for the inode table. */
+static unsigned auto_open_limit(unsigned limit)
+{
+	struct rlimit rl;
+
+	if (limit)
+		return limit;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 65536;
+	rl.rlim_cur /= 4;
+	return rl.rlim_cur < 16 ? 16 : rl.rlim_cur > UINT_MAX ? UINT_MAX : (unsigned)rl.rlim_cur;
+}
+
+void pt_set_open_limit(struct pt_fs *fs, unsigned limit)
+{
+	unsigned n = auto_open_limit(limit);
+
+	pthread_mutex_lock(&fs->handles_lock);
+	fs->open_limit = n;
+	pthread_mutex_unlock(&fs->handles_lock);
 }
 
 struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int *err)
@@ -126,6 +150,7 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 		}
 	}
 	raise_fd_limit();
+	fs->open_limit = auto_open_limit(opts->open_limit);
 	return fs;
 
 out_itable:
@@ -142,20 +167,44 @@ out:
 	return NULL;
 }
 
-void pt__file_link(struct pt_fs *fs, struct pt_file *pf)
+int pt__file_link(struct pt_fs *fs, struct pt_file *pf)
 {
+	uint32_t g = pf->opener.group;
+	int rc = 0;
+
 	pthread_mutex_lock(&fs->handles_lock);
+	if (g >= fs->nr_open_count) {
+		size_t n = fs->nr_open_count ? fs->nr_open_count : 16;
+		while (n <= g)
+			n *= 2;
+		uint32_t *c = realloc(fs->open_count, n * sizeof(*c));
+		if (!c) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		memset(c + fs->nr_open_count, 0, (n - fs->nr_open_count) * sizeof(*c));
+		fs->open_count = c;
+		fs->nr_open_count = n;
+	}
+	if (fs->open_count[g] >= fs->open_limit) {
+		rc = -EMFILE;
+		goto out_unlock;
+	}
+	fs->open_count[g]++;
 	pf->prev = NULL;
 	pf->next = fs->files;
 	if (fs->files)
 		fs->files->prev = pf;
 	fs->files = pf;
+out_unlock:
 	pthread_mutex_unlock(&fs->handles_lock);
+	return rc;
 }
 
 void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf)
 {
 	pthread_mutex_lock(&fs->handles_lock);
+	fs->open_count[pf->opener.group]--;
 	if (pf->prev)
 		pf->prev->next = pf->next;
 	else
@@ -224,6 +273,7 @@ void pt_destroy(struct pt_fs *fs)
 	pt__locks_destroy(fs->locks);
 	pt_itable_destroy(fs->it);
 	ctl_destroy(fs->ctl);
+	free(fs->open_count);
 	free(fs->groups);
 	free((char *)fs->opts.source);
 	free((char *)fs->opts.ctl_dir);

@@ -30,6 +30,8 @@ struct pt_options {
 	const char *ctl_dir;	   /* control directory name at the root, "" = none */
 	bool ctl_private;	   /* only root and the mounting user may read it */
 	bool splice;		   /* let libfuse move request data through pipes (splice) */
+	unsigned open_limit;	   /* [handles] open files per scheduler group; 0 = a quarter of
+				      the daemon's descriptor limit */
 	struct classifier *cls;	   /* borrowed: who pays for each data request */
 	struct grp_registry *groups; /* borrowed, may be NULL: group names for the control dir */
 };
@@ -40,6 +42,12 @@ struct pt_options {
  */
 struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int *err);
 void pt_destroy(struct pt_fs *fs);
+
+/*
+ * Sets the per-group open-file limit (0 = automatic, as in pt_options). Files already open
+ * stay open. Cannot fail. Thread-safe.
+ */
+void pt_set_open_limit(struct pt_fs *fs, unsigned limit);
 
 /* The operations table; userdata for fuse_session_new() is the struct pt_fs. */
 const struct fuse_lowlevel_ops *pt_ops(void);

@@ -56,6 +56,11 @@ struct pt_fs {
 	pthread_mutex_t handles_lock;	/* protects the two lists and the handles' links */
 	struct pt_file *files;		/* open files; protected by handles_lock */
 	struct pt_dir *dirs;		/* open directories; protected by handles_lock */
+	/* Open files per scheduler group, so that one group cannot take every descriptor the
+	 * daemon has (then nobody could open anything). */
+	uint32_t *open_count;		/* [nr_open_count] by group id; by handles_lock */
+	size_t nr_open_count;		/* protected by handles_lock */
+	unsigned open_limit;		/* [handles] per group, >= 1; by handles_lock */
 };
 
 /*
@@ -106,8 +111,12 @@ static inline struct pt_dir *pt__dir(const struct fuse_file_info *fi)
 	return (struct pt_dir *)(uintptr_t)fi->fh;
 }
 
-/* Handle registry: link on open (before replying), unlink on release. Cannot fail. */
-void pt__file_link(struct pt_fs *fs, struct pt_file *pf);
+/*
+ * Handle registry: link on open (before replying), unlink on release. pt__file_link counts
+ * the file against its opener's group: -EMFILE when that group already holds open_limit
+ * files, -ENOMEM if the count table cannot grow; then nothing is linked. Unlink cannot fail.
+ */
+int pt__file_link(struct pt_fs *fs, struct pt_file *pf);
 void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf);
 void pt__dir_link(struct pt_fs *fs, struct pt_dir *d);
 void pt__dir_unlink(struct pt_fs *fs, struct pt_dir *d);

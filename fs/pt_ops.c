@@ -707,9 +707,13 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -ENOMEM;
 		goto out_put;
 	}
+	rc = pt__file_link(fs, pf);
+	if (rc) {
+		file_free(pf); /* closes fd */
+		goto out_put;
+	}
 	fi->fh = (uint64_t)(uintptr_t)pf;
 	set_open_flags(fs, fi);
-	pt__file_link(fs, pf);
 out_put:
 	pt_inode_put(fs->it, in);
 	if (rc) {
@@ -777,9 +781,19 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		pt_inode_forget(fs->it, e.ino, 1);
 		goto out_close;
 	}
+	/* Over the group's open limit. The group is known only once the file exists (path
+	 * rules classify by the opened file), so the create has happened: undo it when O_EXCL
+	 * proves it was ours, as a native EMFILE creates nothing. */
+	rc = pt__file_link(fs, pf);
+	if (rc) {
+		if (fi->flags & O_EXCL)
+			unlinkat(dir->fd, name, 0);
+		pt_inode_forget(fs->it, e.ino, 1);
+		file_free(pf); /* closes fd */
+		goto out_put;
+	}
 	fi->fh = (uint64_t)(uintptr_t)pf;
 	set_open_flags(fs, fi);
-	pt__file_link(fs, pf);
 	goto out_put;
 
 out_close:

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * limits: the per-group bounds (queue_limit, queue_limit_mb, open_limit) stop one group that
+ * floods the mount without touching the others.
+ *
+ * Two groups by comm rule: "hog" (a process named cfqfs-hog) and "victim" (cfqfs-vic). The
+ * mount runs on the emulated hdd with depth 1 and direct_io, so every read or write is one
+ * request and a backlog builds up at once. Each test asserts both sides: the hog is refused
+ * (EAGAIN or EMFILE, exactly as documented) and the victim sees no error at all and completes
+ * its work while the hog is still at it.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mount.h"
+#include "workload.h"
+
+#define HOG_THREADS 48
+#define FILE_SIZE (4u << 20)
+
+static struct mnt m;
+
+static const char conf_text[] =
+	"rules = (\n"
+	"  { comm = \"cfqfs-hog\"; group = \"hog\"; },\n"
+	"  { comm = \"cfqfs-vic\"; group = \"victim\"; }\n"
+	");\n";
+
+/* Counters shared with the forked clients (MAP_SHARED). */
+struct shared {
+	atomic_int stop;	    /* set by the test: hog threads leave */
+	atomic_long hog_ok;	    /* hog requests that succeeded */
+	atomic_long hog_eagain;	    /* hog requests refused with EAGAIN */
+	atomic_long hog_other;	    /* hog requests failing otherwise */
+	atomic_int hog_other_errno; /* the last such errno */
+	atomic_int hog_ready;	    /* hog threads started */
+};
+static struct shared *sh;
+
+static void init(void)
+{
+	mnt_sweep_stale();
+	umask(022);
+	if (!mnt_fuse_available())
+		cr_skip("/dev/fuse unavailable: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(&m), 0);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(sh, MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+}
+
+static void fini(void)
+{
+	if (sh && sh != MAP_FAILED)
+		atomic_store(&sh->stop, 1);
+	mnt_cr_teardown(&m);
+	if (sh && sh != MAP_FAILED)
+		munmap(sh, sizeof(*sh));
+	sh = NULL;
+}
+
+TestSuite(limits, .init = init, .fini = fini, .timeout = 120);
+
+struct hog_arg {
+	const char *path;
+	bool write;
+	size_t len;
+	unsigned idx;
+};
+
+static void count(ssize_t r)
+{
+	int e = errno;
+
+	if (r >= 0) {
+		atomic_fetch_add(&sh->hog_ok, 1);
+	} else if (e == EAGAIN) {
+		atomic_fetch_add(&sh->hog_eagain, 1);
+	} else {
+		atomic_fetch_add(&sh->hog_other, 1);
+		atomic_store(&sh->hog_other_errno, e);
+	}
+}
+
+static void *hog_thread(void *arg)
+{
+	const struct hog_arg *a = arg;
+	char *buf = malloc(a->len);
+	char own[PATH_MAX + 16];
+	unsigned seed = a->idx * 7919u + 1;
+	/* Writers use a file each: the kernel serialises direct writes to one file (the inode
+	 * lock), which would leave a single write outstanding. */
+	snprintf(own, sizeof(own), "%s.%u", a->path, a->idx);
+	int fd = a->write ? open(own, O_WRONLY | O_CREAT, 0644) : open(a->path, O_RDONLY);
+
+	atomic_fetch_add(&sh->hog_ready, 1);
+	if (fd < 0 || !buf) {
+		count(-1);
+		goto out;
+	}
+	memset(buf, 'h', a->len);
+	while (!atomic_load(&sh->stop)) {
+		off_t off = (off_t)(rand_r(&seed) % (FILE_SIZE / a->len)) * (off_t)a->len;
+		ssize_t r = a->write ? pwrite(fd, buf, a->len, off) : pread(fd, buf, a->len, off);
+		count(r);
+		if (r < 0) /* back off as a polite client would; spinning only burns the CPU */
+			usleep(1000);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* The hog: a process named cfqfs-hog whose HOG_THREADS threads hammer `path` until stop. */
+static pid_t start_hog(const char *path, bool write, size_t len)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		static pthread_t t[HOG_THREADS];
+		static struct hog_arg a[HOG_THREADS];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "cfqfs-hog");
+		for (unsigned i = 0; i < HOG_THREADS; i++) {
+			a[i] = (struct hog_arg){ .path = path, .write = write, .len = len, .idx = i };
+			pthread_create(&t[i], NULL, hog_thread, &a[i]);
+		}
+		for (unsigned i = 0; i < HOG_THREADS; i++)
+			pthread_join(t[i], NULL);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* The victim's work, run in a child named cfqfs-vic: `n` sequential requests of `len` bytes;
+ * the exit code is 0, or the errno of the first failure. */
+struct vic_arg {
+	const char *path;
+	bool write;
+	size_t len;
+	unsigned n;
+};
+
+static int victim(void *arg)
+{
+	const struct vic_arg *a = arg;
+	static char buf[256 << 10];
+	int fd, rc = 0;
+
+	prctl(PR_SET_NAME, "cfqfs-vic");
+	fd = open(a->path, a->write ? O_WRONLY : O_RDONLY);
+	if (fd < 0)
+		return errno;
+	memset(buf, 'v', sizeof(buf));
+	for (unsigned i = 0; i < a->n && rc == 0; i++) {
+		ssize_t r = a->write ? pwrite(fd, buf, a->len, (off_t)(i * a->len))
+				     : pread(fd, buf, a->len, (off_t)(i * a->len));
+		if (r != (ssize_t)a->len)
+			rc = r < 0 ? errno : EIO;
+	}
+	close(fd);
+	return rc;
+}
+
+static void wait_hog_started(void)
+{
+	for (int i = 0; i < 1000 && atomic_load(&sh->hog_ready) < HOG_THREADS; i++)
+		usleep(10000);
+	cr_assert_eq(atomic_load(&sh->hog_ready), HOG_THREADS, "hog threads did not start");
+	usleep(300000); /* let the backlog build up */
+}
+
+static void stop_hog(pid_t hog)
+{
+	int st;
+
+	atomic_store(&sh->stop, 1);
+	cr_assert_eq(waitpid(hog, &st, 0), hog);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "hog died: status %#x", st);
+}
+
+static bool log_mentions(const char *what)
+{
+	static char text[1 << 20];
+	ssize_t n = mnt_get(m.log, text, sizeof(text) - 1);
+
+	if (n < 0)
+		return false;
+	text[n] = '\0';
+	return strstr(text, what) != NULL;
+}
+
+static void run_queue_case(const char *opts, bool write, size_t hog_len, size_t vic_len,
+			   unsigned vic_n)
+{
+	cr_assert_eq(wl_make_file(src_path(&m, "hog"), FILE_SIZE), 0);
+	cr_assert_eq(wl_make_file(src_path(&m, "vic"), FILE_SIZE), 0);
+	wl_cr_mount(&m, conf_text, opts);
+
+	pid_t hog = start_hog(mnt_path(&m, "hog"), write, hog_len);
+	wait_hog_started();
+	struct vic_arg va = { .path = mnt_path(&m, "vic"), .write = write, .len = vic_len,
+			      .n = vic_n };
+	int vrc = mnt_fork_run(victim, &va, 90000);
+	long eagain_during = atomic_load(&sh->hog_eagain);
+	stop_hog(hog);
+
+	long ok = atomic_load(&sh->hog_ok), other = atomic_load(&sh->hog_other);
+	cr_log_info("%s: hog ok=%ld eagain=%ld other=%ld; victim %u x %zu bytes: %s", opts, ok,
+		    atomic_load(&sh->hog_eagain), other, vic_n, vic_len,
+		    vrc == 0 ? "ok" : strerror(vrc));
+	cr_expect_eq(vrc, 0, "the victim group failed: %s (exit %d)",
+		     vrc > 0 && vrc < 128 ? strerror(vrc) : "killed or timed out", vrc);
+	cr_expect_gt(eagain_during, 0, "the hog was never refused while the victim ran");
+	cr_expect_gt(ok, 0, "the hog got nothing at all: the limit must bound it, not block it");
+	cr_expect_eq(other, 0, "hog requests failed with %s, not EAGAIN",
+		     strerror(atomic_load(&sh->hog_other_errno)));
+	cr_expect(log_mentions("reached its queue limit"), "no limit warning in the daemon log");
+	mnt_cr_finish(&m);
+}
+
+Test(limits, queue_limit_refuses_the_flooding_group_only)
+{
+	run_queue_case("direct_io,device=hdd,depth=1,queue_limit=16", false, 4096, 4096, 40);
+}
+
+Test(limits, queue_limit_mb_bounds_buffered_write_data)
+{
+	run_queue_case("direct_io,device=hdd,depth=1,queue_limit_mb=1", true, 128 << 10,
+		       64 << 10, 16);
+}
+
+/* Opens files/f0.. through the mount as cfqfs-hog and keeps them; exits with the number that
+ * opened, and 200 + 1 if the first failure was not EMFILE. Also checks that an O_EXCL create
+ * over the limit leaves no file (exit 250 if it does). */
+#define OPEN_LIMIT 32
+#define OPEN_FILES 48
+
+static char open_dir[PATH_MAX];
+
+static int open_hog(void *arg)
+{
+	(void)arg;
+	char p[PATH_MAX + 32];
+	int n = 0;
+
+	prctl(PR_SET_NAME, "cfqfs-hog");
+	for (int i = 0; i < OPEN_FILES; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", open_dir, i);
+		if (open(p, O_RDONLY) < 0) {
+			if (errno != EMFILE)
+				return 201;
+			break;
+		}
+		n++;
+	}
+	snprintf(p, sizeof(p), "%s/new", open_dir);
+	if (open(p, O_CREAT | O_EXCL | O_WRONLY, 0644) >= 0 || errno != EMFILE)
+		return 202;
+	if (access(p, F_OK) == 0)
+		return 250;
+	return n; /* descriptors close at exit */
+}
+
+static int open_victim(void *arg)
+{
+	(void)arg;
+	char p[PATH_MAX + 32];
+
+	prctl(PR_SET_NAME, "cfqfs-vic");
+	for (int i = 0; i < 10; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", open_dir, i);
+		if (open(p, O_RDONLY) < 0)
+			return errno;
+	}
+	return 0;
+}
+
+Test(limits, open_limit_gives_emfile_to_the_hoarding_group_only)
+{
+	char p[PATH_MAX + 32];
+
+	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
+	for (int i = 0; i < OPEN_FILES; i++) {
+		snprintf(p, sizeof(p), "files/f%d", i);
+		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
+	}
+	char opts[64];
+	snprintf(opts, sizeof(opts), "open_limit=%d", OPEN_LIMIT);
+	wl_cr_mount(&m, conf_text, opts);
+	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
+
+	int vrc, hrc = mnt_fork_run(open_hog, NULL, 30000);
+	cr_expect_eq(hrc, OPEN_LIMIT, "hog opened %d files (201: not EMFILE, 202: create was "
+		     "not refused, 250: refused create left a file); want exactly %d",
+		     hrc, OPEN_LIMIT);
+	/* The hog's files closed at its exit; the victim counts in its own group anyway. */
+	vrc = mnt_fork_run(open_victim, NULL, 30000);
+	cr_expect_eq(vrc, 0, "victim could not open: %s", strerror(vrc));
+	/* The hog's slots come back once the kernel has sent RELEASE for its files. */
+	for (int i = 0; i < 100; i++) {
+		hrc = mnt_fork_run(open_hog, NULL, 30000);
+		if (hrc == OPEN_LIMIT)
+			break;
+		usleep(50000);
+	}
+	cr_expect_eq(hrc, OPEN_LIMIT, "after closing, the hog could not open %d again (%d)",
+		     OPEN_LIMIT, hrc);
+	mnt_cr_finish(&m);
+}
+
+/* Victim opens while the hog holds the maximum: a victim that is refused here means the limit
+ * is not per group. */
+static int hold_and_signal(void *arg)
+{
+	int *pipefd = arg;
+	char p[PATH_MAX + 32];
+	int n = 0;
+
+	prctl(PR_SET_NAME, "cfqfs-hog");
+	for (int i = 0; i < OPEN_FILES; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", open_dir, i);
+		if (open(p, O_RDONLY) < 0)
+			break;
+		n++;
+	}
+	if (write(pipefd[1], &n, sizeof(n)) != sizeof(n))
+		return 1;
+	char c;
+	if (read(pipefd[2], &c, 1) != 1) /* wait for the test */
+		return 2;
+	return 0;
+}
+
+Test(limits, open_limit_leaves_other_groups_alone_while_held)
+{
+	char p[PATH_MAX + 32];
+	int fds[4], n = -1;
+
+	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
+	for (int i = 0; i < OPEN_FILES; i++) {
+		snprintf(p, sizeof(p), "files/f%d", i);
+		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
+	}
+	wl_cr_mount(&m, conf_text, "open_limit=32");
+	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
+	cr_assert_eq(pipe(fds), 0);
+	cr_assert_eq(pipe(fds + 2), 0);
+	/* fds[0..1]: hog -> test (count); fds[2..3]: test -> hog (go). */
+	int args[3] = { fds[0], fds[1], fds[2] };
+	pid_t hog = fork();
+	cr_assert_neq(hog, -1);
+	if (hog == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(hold_and_signal(args));
+	}
+	cr_assert_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+	cr_expect_eq(n, 32, "hog held %d files, want 32", n);
+	int vrc = mnt_fork_run(open_victim, NULL, 30000);
+	cr_expect_eq(vrc, 0, "victim refused while the hog holds its limit: %s", strerror(vrc));
+	cr_assert_eq(write(fds[3], "g", 1), 1);
+	int st;
+	cr_assert_eq(waitpid(hog, &st, 0), hog);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	mnt_cr_finish(&m);
+}
