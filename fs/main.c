@@ -384,13 +384,14 @@ static void reload(struct reloader *rl)
 			"configuration", strerror(-r));
 		return;
 	}
-	if (next.policy != rl->cfg->policy) {
-		r = exec_with_sched(rl->ex, switch_policy, &next);
-		if (r < 0) {
-			LOG_ERR("reload: cannot switch to %s: %s", sched_policy_name(next.policy),
-				strerror(-r));
-			next.policy = rl->cfg->policy;
-		}
+	/* Always, not only when the file's policy differs from the last file's: a write to
+	 * .cfqfs/scheduler may have switched since, and the file's tunables below belong to the
+	 * file's policy. Switching to the active policy is a no-op. */
+	r = exec_with_sched(rl->ex, switch_policy, &next);
+	if (r < 0) {
+		LOG_ERR("reload: cannot switch to %s: %s", sched_policy_name(next.policy),
+			strerror(-r));
+		next.policy = rl->cfg->policy;
 	}
 	r = exec_with_sched(rl->ex, apply_tunables, &next);
 	if (r < 0)

@@ -42,7 +42,7 @@
 #include <sys/types.h>
 
 #define CGT_PREFIX "cfqfs-it-"
-#define CGT_MAX 16 /* live cgroups per test process */
+#define CGT_MAX 32 /* live cgroups per test process (it_stress uses 20) */
 
 enum cgt_kind {
 	CGT_NONE = 0,

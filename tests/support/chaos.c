@@ -245,32 +245,43 @@ int ch_exit_code(const struct ch_client *c)
 	return -1;
 }
 
-int ch_iostat_queued(const char *text, unsigned *groups, uint64_t *queued)
+int ch_iostat_sum(const char *text, const char *key, unsigned *groups, uint64_t *sum)
 {
+	char pat[64];
+	size_t plen;
 	unsigned n = 0;
-	uint64_t sum = 0;
+	uint64_t total = 0;
 
+	if (snprintf(pat, sizeof(pat), " %s=", key) >= (int)sizeof(pat))
+		return -EINVAL;
+	plen = strlen(pat);
 	for (const char *l = text; *l;) {
 		const char *eol = strchr(l, '\n');
 		size_t len = eol ? (size_t)(eol - l) : strlen(l);
-		const char *q = memmem(l, len, " queued=", 8);
+		const char *q = memmem(l, len, pat, plen);
 
 		if (len) {
 			if (!q)
 				return -EINVAL;
-			sum += strtoull(q + 8, NULL, 10);
+			total += strtoull(q + plen, NULL, 10);
 			n++;
 		}
 		l += len + (eol ? 1 : 0);
 	}
 	*groups = n;
-	*queued = sum;
+	*sum = total;
 	return 0;
 }
 
-long ch_vmrss_kb(pid_t pid)
+int ch_iostat_queued(const char *text, unsigned *groups, uint64_t *queued)
+{
+	return ch_iostat_sum(text, "queued", groups, queued);
+}
+
+long ch_status_kb(pid_t pid, const char *name)
 {
 	char path[64], line[256];
+	size_t nlen = strlen(name);
 	long kb = -ENOENT;
 	FILE *f;
 
@@ -279,8 +290,14 @@ long ch_vmrss_kb(pid_t pid)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+		if (!strncmp(line, name, nlen) && line[nlen] == ':' &&
+		    sscanf(line + nlen + 1, "%ld kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
+}
+
+long ch_vmrss_kb(pid_t pid)
+{
+	return ch_status_kb(pid, "VmRSS");
 }

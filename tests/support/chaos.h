@@ -71,11 +71,16 @@ int ch_exit_code(const struct ch_client *c);
 
 /*
  * Parses an io.stat text (one "NAME key=value ..." line per group). Sets *groups to the number
- * of lines and *queued to the sum of their queued= values. Returns 0, or -EINVAL when a line
- * lacks queued=.
+ * of lines and *sum to the sum of their `key`= values (key without '=', e.g. "rios"). Returns
+ * 0, or -EINVAL when a line lacks the key (then *groups and *sum are unchanged).
  */
+int ch_iostat_sum(const char *text, const char *key, unsigned *groups, uint64_t *sum);
+/* ch_iostat_sum(text, "queued", groups, queued). */
 int ch_iostat_queued(const char *text, unsigned *groups, uint64_t *queued);
 
+/* Field `name` ("VmRSS", "VmHWM", ...) of /proc/PID/status [KiB], or -errno (-ENOENT: no such
+ * field). */
+long ch_status_kb(pid_t pid, const char *name);
 /* VmRSS of `pid` from /proc/PID/status [KiB], or -errno. */
 long ch_vmrss_kb(pid_t pid);
 

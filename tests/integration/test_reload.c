@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * reload: configuration reloads (SIGHUP) and live scheduler / tunable switches in a loop
+ * while readers and writers run, with every request accounted for exactly once.
+ *
+ * The test rewrites the configuration file (atomically: a temp file renamed over it) between
+ * valid variants with different schedulers, rules (comm globs into named groups, weights) and
+ * tunables, and every fifth time an invalid one (a value out of range, a syntax error). After
+ * each SIGHUP it waits for the daemon's answer in its log ("configuration reloaded" or
+ * "... keeping the running configuration", naming the file for an invalid one) and checks
+ * .cfqfs/scheduler and the variant's tunables: a valid file is in force, an invalid one left
+ * the running configuration as it was. Between reloads it switches .cfqfs/scheduler through
+ * cfq/deadline/noop and writes tunables of whichever policy is active.
+ *
+ * Accounting. The mount uses direct_io, so each client pread/pwrite of at most 64 KiB is one
+ * FUSE request, and each fsync one more (io.stat counts fsyncs as writes). Clients never read
+ * past EOF (a read there would be charged for bytes it does not return). Each client counts
+ * its requests and bytes; after the run the change of the io.stat sums over all groups
+ * (rios, wios, rbytes, wbytes) must equal the clients' totals exactly: a request lost,
+ * duplicated or charged twice across a switch shows up as a difference. Every byte read is
+ * checked against the pattern (chaos.h ch_pat), and the writers' files are verified in SOURCE.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos.h"
+#include "mount.h"
+#include "workload.h"
+
+#define LOAD_S 20.0		  /* [s] */
+#define NREADERS 3
+#define NWRITERS 3
+#define NCL (NREADERS + NWRITERS)
+#define RFILE_SIZE (4u << 20)	  /* [bytes] each reader's file */
+#define WWRAP (2u << 20)	  /* [bytes] writers wrap here */
+#define MAXIO (64u * 1024u)	  /* [bytes] largest single read/write: one FUSE request */
+#define REPLY_TIMEOUT_S 15.0	  /* [s] for the daemon to answer a SIGHUP in its log */
+
+static struct mnt M;
+
+struct counts {
+	uint64_t rios, wios, rbytes, wbytes;
+	char msg[200];
+};
+static struct counts *CT;
+static pid_t PIDS[NCL];
+
+static void setup(void)
+{
+	umask(022);
+	if (!mnt_fuse_available())
+		cr_skip("/dev/fuse unavailable: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(&M), 0, "mnt_prepare");
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < NCL; i++)
+		if (PIDS[i] > 0) {
+			kill(PIDS[i], SIGKILL);
+			waitpid(PIDS[i], NULL, 0);
+			PIDS[i] = 0;
+		}
+	mnt_cr_teardown(&M);
+	if (CT)
+		munmap(CT, sizeof(*CT) * NCL);
+	CT = NULL;
+}
+
+TestSuite(reload, .init = setup, .fini = teardown, .timeout = 150);
+
+/* ---- configuration variants ------------------------------------------------------------ */
+
+struct variant {
+	const char *text;
+	const char *sched;		/* NULL: invalid file */
+	const char *tun[3][2];		/* tunables the file sets (name, value as read back) */
+};
+
+static const struct variant variants[] = {
+	{ "scheduler = \"cfq\";\n"
+	  "rules = (\n"
+	  "\t{ comm = \"rlr*\"; group = \"readers\"; weight = 200; },\n"
+	  "\t{ comm = \"rlw*\"; group = \"writers\"; weight = 800; }\n"
+	  ");\n"
+	  "iosched = { slice_idle = 8; quantum = 8; group_idle = 4; };\n",
+	  "cfq", { { "slice_idle", "8" }, { "quantum", "8" }, { "group_idle", "4" } } },
+	{ "scheduler = \"deadline\";\n"
+	  "rules = ( { comm = \"rlw*\"; group = \"writers\"; weight = 100; } );\n"
+	  "iosched = { fifo_batch = 4; read_expire = 250; };\n",
+	  "deadline", { { "fifo_batch", "4" }, { "read_expire", "250" } } },
+	{ "scheduler = \"cfq\";\n"
+	  "rules = ( { comm = \"rl*\"; group = \"all\"; weight = 300; } );\n"
+	  "iosched = { slice_idle = 0; quantum = 4; max_merge_kb = 64; };\n",
+	  "cfq", { { "slice_idle", "0" }, { "quantum", "4" }, { "max_merge_kb", "64" } } },
+	{ "scheduler = \"noop\";\n"
+	  "rules = ( { uid = 0; group = \"root-users\"; weight = 700; } );\n"
+	  "iosched = { max_merge_kb = 128; };\n",
+	  "noop", { { "max_merge_kb", "128" } } },
+	/* invalid: a value out of range */
+	{ "scheduler = \"deadline\";\niosched = { fifo_batch = 0; };\n", NULL, { { NULL } } },
+	{ "scheduler = \"cfq\";\n"
+	  "rules = ( { comm = \"rlr*\"; group = \"readers\"; weight = 900; } );\n"
+	  "iosched = { slice_idle = 2; quantum = 16; };\n",
+	  "cfq", { { "slice_idle", "2" }, { "quantum", "16" } } },
+	{ "scheduler = \"deadline\";\n"
+	  "iosched = { fifo_batch = 32; writes_starved = 1; };\n",
+	  "deadline", { { "fifo_batch", "32" }, { "writes_starved", "1" } } },
+	{ "scheduler = \"noop\";\nrules = ( { comm = \"rlr*\"; group = \"r\"; weight = 50; } );\n",
+	  "noop", { { NULL } } },
+	{ "scheduler = \"cfq\";\niosched = { slice_idle = 8; quantum = 8; };\n",
+	  "cfq", { { "slice_idle", "8" }, { "quantum", "8" } } },
+	/* invalid: a syntax error */
+	{ "scheduler = \"noop\";\nrules = ( { comm = ; } );\n", NULL, { { NULL } } },
+};
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+/* ---- clients (report through CT[i] and the exit code, never Criterion) ------------------ */
+
+static int cfail(struct counts *c, const char *what, int e)
+{
+	snprintf(c->msg, sizeof(c->msg), "%s: %s", what, e ? strerror(e) : "short or wrong");
+	return 1;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static bool check(const unsigned char *buf, uint32_t seed, uint64_t off, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] != ch_pat(seed, off + i))
+			return false;
+	return true;
+}
+
+static int reader(unsigned i, const char *path, struct counts *c, double until)
+{
+	static unsigned char buf[MAXIO];
+	uint64_t s = 0x1234567ull + i;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return cfail(c, "open", errno);
+	while (ch_now() < until) {
+		size_t n = 1 + xs(&s) % MAXIO;
+		uint64_t off = xs(&s) % (RFILE_SIZE - n + 1);
+		ssize_t r = pread(fd, buf, n, (off_t)off);
+
+		if (r < 0)
+			return cfail(c, "pread", errno);
+		c->rios++;
+		c->rbytes += n;
+		if ((size_t)r != n || !check(buf, 100 + i, off, n))
+			return cfail(c, "pread data", 0);
+	}
+	close(fd);
+	return 0;
+}
+
+static int writer(unsigned i, const char *path, struct counts *c, double until)
+{
+	static unsigned char buf[MAXIO], back[MAXIO];
+	uint64_t s = 0xabcdefull + i, off = 0;
+	uint32_t seed = 200 + i;
+	unsigned n_w = 0;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return cfail(c, "create", errno);
+	while (ch_now() < until) {
+		size_t n = 1 + xs(&s) % MAXIO;
+		ssize_t r;
+
+		if (off + n > WWRAP)
+			off = 0;
+		for (size_t k = 0; k < n; k++)
+			buf[k] = ch_pat(seed, off + k);
+		r = pwrite(fd, buf, n, (off_t)off);
+		if (r < 0)
+			return cfail(c, "pwrite", errno);
+		c->wios++;
+		c->wbytes += n;
+		if ((size_t)r != n)
+			return cfail(c, "short pwrite", 0);
+		/* read back what was just written (never past EOF: it is inside the file) */
+		r = pread(fd, back, n, (off_t)off);
+		if (r < 0)
+			return cfail(c, "pread", errno);
+		c->rios++;
+		c->rbytes += n;
+		if ((size_t)r != n || memcmp(back, buf, n) != 0)
+			return cfail(c, "read back", 0);
+		off += n;
+		if (++n_w % 8 == 0) {
+			if (fsync(fd) != 0)
+				return cfail(c, "fsync", errno);
+			c->wios++;
+		}
+	}
+	if (fsync(fd) != 0)
+		return cfail(c, "final fsync", errno);
+	c->wios++;
+	close(fd);
+	return 0;
+}
+
+/* ---- parent helpers ---------------------------------------------------------------------- */
+
+static char *ctl_read(const char *rel, char *buf, size_t cap)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/.cfqfs/%s", M.mnt, rel);
+	n = mnt_get(path, buf, cap - 1);
+	cr_assert_geq(n, 0, "reading .cfqfs/%s: %s", rel, strerror((int)-n));
+	buf[n] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return buf;
+}
+
+/* One write(2) to a control file. 0 or -errno. */
+static int ctl_write(const char *rel, const char *val)
+{
+	char path[PATH_MAX];
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/.cfqfs/%s", M.mnt, rel);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* The bracketed name in .cfqfs/scheduler ("noop deadline [cfq]"). */
+static const char *active_sched(char *buf, size_t cap)
+{
+	char t[128], *a, *b;
+
+	ctl_read("scheduler", t, sizeof(t));
+	a = strchr(t, '[');
+	b = a ? strchr(a, ']') : NULL;
+	cr_assert(a && b, "scheduler file: %s", t);
+	*b = '\0';
+	snprintf(buf, cap, "%s", a + 1);
+	return buf;
+}
+
+/* Counts of reload answers in the daemon log so far. */
+static void log_answers(unsigned *ok, unsigned *kept, char *last_err, size_t errcap)
+{
+	static char text[1 << 20];
+	ssize_t n = mnt_get(M.log, text, sizeof(text) - 1);
+
+	*ok = *kept = 0;
+	if (n < 0)
+		return;
+	text[n] = '\0';
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (strstr(l, "configuration reloaded"))
+			(*ok)++;
+		else if (strstr(l, "keeping the running configuration")) {
+			(*kept)++;
+			snprintf(last_err, errcap, "%s", l);
+		}
+	}
+}
+
+static void put_conf(const char *text)
+{
+	char tmp[PATH_MAX], conf[PATH_MAX];
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "%s", base_path(&M, "cfqfs.conf.tmp"));
+	snprintf(conf, sizeof(conf), "%s", base_path(&M, "cfqfs.conf"));
+	r = mnt_put(tmp, text, strlen(text), 0644);
+	cr_assert_eq(r, 0, "writing %s: %s", tmp, strerror(-r));
+	cr_assert_eq(rename(tmp, conf), 0, "rename: %s", strerror(errno));
+}
+
+/* "name=value\n" for every file of .cfqfs/iosched, in readdir order (stable for one policy). */
+static void iosched_snapshot(char *out, size_t cap)
+{
+	char dir[PATH_MAX], val[64];
+	struct dirent *de;
+	size_t len = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/.cfqfs/iosched", M.mnt);
+	d = opendir(dir);
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	out[0] = '\0';
+	while ((de = readdir(d))) {
+		char rel[300];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), "iosched/%s", de->d_name);
+		ctl_read(rel, val, sizeof(val));
+		len += (size_t)snprintf(out + len, cap - len, "%s=%s\n", de->d_name, val);
+		cr_assert(len < cap);
+	}
+	closedir(d);
+}
+
+static uint64_t iostat_total(const char *key)
+{
+	char text[1 << 16];
+	unsigned groups;
+	uint64_t sum;
+	ssize_t n = mnt_get(mnt_path(&M, ".cfqfs/io.stat"), text, sizeof(text) - 1);
+
+	cr_assert_geq(n, 0, "io.stat: %s", strerror((int)-n));
+	text[n] = '\0';
+	cr_assert_eq(ch_iostat_sum(text, key, &groups, &sum), 0, "io.stat lacks %s:\n%s", key,
+		     text);
+	return sum;
+}
+
+Test(reload, sighup_and_switches_under_load_lose_no_request, .timeout = 150)
+{
+	static const char *const keys[4] = { "rios", "wios", "rbytes", "wbytes" };
+	static const char *const scheds[3] = { "cfq", "deadline", "noop" };
+	uint64_t before[4], after[4], want[4] = { 0 };
+	unsigned ok0, kept0, reloads = 0, refused = 0, switches = 0;
+	char err[1024] = "", cur[32], val[64];
+	double until;
+
+	for (unsigned i = 0; i < NREADERS; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "r%u", i);
+		cr_assert_eq(ch_make_file(src_path(&M, name), 100 + i, RFILE_SIZE), 0);
+	}
+	wl_cr_mount(&M, variants[0].text, "direct_io");
+	for (int k = 0; k < 4; k++)
+		before[k] = iostat_total(keys[k]);
+
+	CT = mmap(NULL, sizeof(*CT) * NCL, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		  -1, 0);
+	cr_assert(CT != MAP_FAILED);
+	until = ch_now() + LOAD_S;
+	fflush(NULL);
+	for (unsigned i = 0; i < NCL; i++) {
+		char path[PATH_MAX], comm[16];
+		bool w = i >= NREADERS;
+		unsigned j = w ? i - NREADERS : i;
+
+		snprintf(path, sizeof(path), "%s/%s%u", M.mnt, w ? "w" : "r", j);
+		snprintf(comm, sizeof(comm), "%s%u", w ? "rlw" : "rlr", j);
+		pid_t p = fork();
+		if (p == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			prctl(PR_SET_NAME, comm);
+			_exit(w ? writer(j, path, &CT[i], until) : reader(j, path, &CT[i], until));
+		}
+		cr_assert_gt(p, 0, "fork: %s", strerror(errno));
+		PIDS[i] = p;
+	}
+
+	log_answers(&ok0, &kept0, err, sizeof(err));
+	for (unsigned it = 1; ch_now() < until - 1.0; it++) {
+		const struct variant *v = &variants[it % NVARIANTS];
+		char sched_before[32], tun_before[4096];
+		unsigned ok, kept;
+
+		/* the state an invalid file must leave alone */
+		active_sched(sched_before, sizeof(sched_before));
+		iosched_snapshot(tun_before, sizeof(tun_before));
+
+		put_conf(v->text);
+		cr_assert_eq(kill(M.pid, SIGHUP), 0);
+		for (double t0 = ch_now();; usleep(5000)) {
+			log_answers(&ok, &kept, err, sizeof(err));
+			if (ok + kept > ok0 + kept0)
+				break;
+			cr_assert(ch_now() < t0 + REPLY_TIMEOUT_S, "no answer to SIGHUP %u in "
+				  "the log after %.0f s", it, REPLY_TIMEOUT_S);
+		}
+		cr_assert_eq(ok + kept, ok0 + kept0 + 1, "one SIGHUP, %u answers",
+			     ok + kept - ok0 - kept0);
+		if (v->sched) {
+			cr_assert_eq(ok, ok0 + 1, "valid variant %zu refused: %s",
+				     (size_t)(it % NVARIANTS), err);
+			cr_assert_str_eq(active_sched(cur, sizeof(cur)), v->sched,
+					 "after reloading variant %zu (scheduler %s) the scheduler is "
+					 "%s", (size_t)(it % NVARIANTS), v->sched, cur);
+			for (int t = 0; t < 3 && v->tun[t][0]; t++) {
+				char rel[64];
+				snprintf(rel, sizeof(rel), "iosched/%s", v->tun[t][0]);
+				cr_assert_str_eq(ctl_read(rel, val, sizeof(val)), v->tun[t][1],
+						 "variant %zu: %s is %s, the file says %s",
+						 (size_t)(it % NVARIANTS), v->tun[t][0], val,
+						 v->tun[t][1]);
+			}
+			reloads++;
+		} else {
+			cr_assert_eq(kept, kept0 + 1, "invalid variant %zu accepted",
+				     (size_t)(it % NVARIANTS));
+			cr_assert(strstr(err, "cfqfs.conf"), "the error does not name the file: %s",
+				  err);
+			cr_assert_str_eq(active_sched(cur, sizeof(cur)), sched_before,
+					 "an invalid file changed the scheduler");
+			char tun_after[4096];
+			iosched_snapshot(tun_after, sizeof(tun_after));
+			cr_assert_str_eq(tun_after, tun_before, "an invalid file changed tunables");
+			refused++;
+		}
+		ok0 = ok;
+		kept0 = kept;
+
+		/* live switches and tunables between reloads */
+		cr_assert_eq(ctl_write("scheduler", scheds[it % 3]), 0);
+		switches++;
+		cr_assert_str_eq(active_sched(cur, sizeof(cur)), scheds[it % 3]);
+		cr_assert_eq(ctl_write("iosched/max_merge_kb", it % 2 ? "0" : "256"), 0);
+		if (it % 3 == 0) {
+			cr_assert_eq(ctl_write("iosched/slice_idle", it % 2 ? "0" : "8"), 0);
+			cr_assert_eq(ctl_write("iosched/quantum", it % 2 ? "2" : "8"), 0);
+		} else if (it % 3 == 1) {
+			cr_assert_eq(ctl_write("iosched/fifo_batch", it % 2 ? "1" : "16"), 0);
+		}
+		usleep(20000);
+	}
+
+	for (unsigned i = 0; i < NCL; i++) {
+		int st = 0;
+		pid_t r;
+
+		while ((r = waitpid(PIDS[i], &st, WNOHANG)) == 0 && ch_now() < until + 30)
+			usleep(20000);
+		cr_assert_eq(r, PIDS[i], "client %u hung in a request", i);
+		PIDS[i] = 0;
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %u failed (0x%x): %s", i,
+			  st, CT[i].msg);
+		want[0] += CT[i].rios;
+		want[1] += CT[i].wios;
+		want[2] += CT[i].rbytes;
+		want[3] += CT[i].wbytes;
+	}
+	for (int k = 0; k < 4; k++)
+		after[k] = iostat_total(keys[k]);
+	cr_log_info("reload: %u valid reloads, %u invalid refused, %u scheduler switches; "
+		    "clients: %" PRIu64 " reads (%" PRIu64 " B), %" PRIu64 " writes+fsyncs (%"
+		    PRIu64 " B)", reloads, refused, switches, want[0], want[2], want[1], want[3]);
+	cr_assert_geq(reloads, 10, "too few reloads (%u) to mean anything", reloads);
+	cr_assert_geq(refused, 2, "too few invalid files (%u)", refused);
+	for (int k = 0; k < 4; k++)
+		cr_assert_eq(after[k] - before[k], want[k],
+			     "io.stat %s grew by %" PRIu64 ", the clients did %" PRIu64, keys[k],
+			     after[k] - before[k], want[k]);
+	cr_assert_eq(iostat_total("queued"), 0, "requests still queued");
+
+	/* the writers' data in SOURCE: every byte up to the wrap point they reached */
+	for (unsigned j = 0; j < NWRITERS; j++) {
+		char name[16];
+		uint64_t bad = 0;
+		struct stat st;
+		int r;
+
+		snprintf(name, sizeof(name), "w%u", j);
+		cr_assert_eq(stat(src_path(&M, name), &st), 0);
+		r = ch_verify_file(src_path(&M, name), 200 + j, (uint64_t)st.st_size, &bad);
+		cr_assert_eq(r, 0, "%s differs at %" PRIu64 " (rc %d)", name, bad, r);
+	}
+	mnt_cr_finish(&M);
+}
