@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -35,17 +36,37 @@ static int save_groups(struct pt_fs *fs)
 	return 0;
 }
 
-/* The inode table holds one O_PATH fd per inode the kernel caches, so a big tree walk can
- * exhaust the usual soft limit (1024): raise it to the hard limit. Best effort. */
+/*
+ * The inode table holds one O_PATH fd per inode the kernel caches and every open file holds
+ * one more, so a big tree walk, or one tenant opening 100 000 files, would exhaust the usual
+ * limits (1024 soft, often 20 000 hard) and then every lookup of every tenant would fail with
+ * EMFILE. Raise the limit to the hard limit and, as root, to the kernel's maximum
+ * (/proc/sys/fs/nr_open). Best effort.
+ */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
+	unsigned long long nr_open = 0;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+	if (f) {
+		if (fscanf(f, "%llu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
-		LOG_DEBUG("RLIMIT_NOFILE raised to %llu", (unsigned long long)rl.rlim_cur);
+	if (nr_open > rl.rlim_max) {
+		struct rlimit up = { .rlim_cur = nr_open, .rlim_max = nr_open };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0) /* needs CAP_SYS_RESOURCE */
+			rl = up;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return;
+	}
+	LOG_DEBUG("RLIMIT_NOFILE is %llu", (unsigned long long)rl.rlim_cur);
 }
 
 /* open_limit = 0: a quarter of the (raised) descriptor limit, so that up to three groups

@@ -20,10 +20,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "chaos.h"
 #include "mount.h"
 #include "workload.h"
 
@@ -370,6 +372,8 @@ Test(limits, open_limit_leaves_other_groups_alone_while_held)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(hold_and_signal(args));
 	}
+	close(fds[1]);
+	fds[1] = -1;
 	cr_assert_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
 	cr_expect_eq(n, 32, "hog held %d files, want 32", n);
 	int vrc = mnt_fork_run(open_victim, NULL, 30000);
@@ -378,6 +382,86 @@ Test(limits, open_limit_leaves_other_groups_alone_while_held)
 	int st;
 	cr_assert_eq(waitpid(hog, &st, 0), hog);
 	for (int i = 0; i < 4; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
+	mnt_cr_finish(&m);
+}
+
+/*
+ * One caller opening 100 000 files (the same file, 100 000 times: each open is one FUSE open
+ * and one descriptor in the daemon). The daemon raises its descriptor limit at start; the hog
+ * either gets all of them or is stopped by EMFILE at its group's open_limit, and meanwhile
+ * another group still opens and reads. Exit: the hog's count, or 255 for another error.
+ */
+#define MANY_OPENS 100000
+
+static int many_hog(void *arg)
+{
+	int *pipefd = arg;
+	struct rlimit rl = { .rlim_cur = MANY_OPENS + 64, .rlim_max = MANY_OPENS + 64 };
+	int n = 0, e = 0;
+	char c;
+
+	prctl(PR_SET_NAME, "cfqfs-hog");
+	/* Raising the hard limit needs CAP_SYS_RESOURCE, which a container may lack: then the
+	 * hog goes as far as its hard limit allows (and EMFILE stops it either way). */
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && (getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+						   (rl.rlim_cur = rl.rlim_max,
+						    setrlimit(RLIMIT_NOFILE, &rl) != 0)))
+		return 254;
+	for (; n < MANY_OPENS; n++) {
+		if (open(mnt_path(&m, "files/f0"), O_RDONLY) < 0) {
+			e = errno;
+			break;
+		}
+	}
+	int report[2] = { n, e };
+	if (write(pipefd[1], report, sizeof(report)) != sizeof(report))
+		return 1;
+	if (read(pipefd[2], &c, 1) != 1)
+		return 2;
+	return 0;
+}
+
+Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
+{
+	char p[PATH_MAX + 32];
+	int fds[4], report[2] = { -1, 0 }, st;
+
+	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
+	for (int i = 0; i < 10; i++) {
+		snprintf(p, sizeof(p), "files/f%d", i);
+		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
+	}
+	wl_cr_mount(&m, conf_text, NULL);
+	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
+	cr_assert_eq(pipe(fds), 0);
+	cr_assert_eq(pipe(fds + 2), 0);
+	int args[3] = { fds[0], fds[1], fds[2] };
+	pid_t hog = fork();
+	cr_assert_neq(hog, -1);
+	if (hog == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(many_hog(args));
+	}
+	close(fds[1]); /* so a hog that dies unreported gives end of file, not a hang */
+	fds[1] = -1;
+	cr_assert_eq(read(fds[0], report, sizeof(report)), (ssize_t)sizeof(report),
+		     "the hog died before reporting");
+	long hwm = ch_status_kb(m.pid, "VmHWM");
+	int vrc = mnt_fork_run(open_victim, NULL, 60000);
+	cr_log_info("hog opened %d files (%s); daemon VmHWM %ld KiB; victim: %s", report[0],
+		    report[1] ? strerror(report[1]) : "no error", hwm, vrc ? strerror(vrc) : "ok");
+	cr_expect(report[0] == MANY_OPENS || report[1] == EMFILE,
+		  "the hog stopped at %d opens with %s, want %d opens or EMFILE", report[0],
+		  strerror(report[1]), MANY_OPENS);
+	cr_expect_eq(vrc, 0, "the victim group could not open while the hog held %d files: %s",
+		     report[0], strerror(vrc));
+	cr_assert_eq(write(fds[3], "g", 1), 1);
+	cr_assert_eq(waitpid(hog, &st, 0), hog);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "hog status %#x", st);
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	mnt_cr_finish(&m);
 }
