@@ -538,9 +538,10 @@ static int exp_low_latency(const struct opts *o)
 	}
 	tab_print(&t);
 	tab_csv(&t, o->csv_dir);
-	printf("  notes: \"32G\" columns: the same runs with the device short-stroked to a 32 GiB\n"
-	       "         partition (files close together, a queue switch costs ~2 ms of seek\n"
-	       "         instead of ~12); a diagnosis of the bandwidth cost, not a hard check.\n");
+	printf("  notes: files adjacent (one directory): a queue switch is a ~1 ms seek plus\n"
+	       "         rotation (~5 ms); the low_latency slice is max(300/32, 2 x slice_idle)\n"
+	       "         = 16 ms (~1.9 MB at 120 MB/s). \"spread\" columns: the files scattered\n"
+	       "         over the disk (~15 ms per switch); a diagnosis, not a hard check.\n");
 	{
 		double sb0 = tab_get(&t, 0, "32 seq readers KB/s");
 		double sb1 = tab_get(&t, 1, "32 seq readers KB/s");
@@ -556,15 +557,15 @@ static int exp_low_latency(const struct opts *o)
 			"3.4x)", sl1 > 0 ? sl0 / sl1 : 0.0);
 		verdict(true, sb1 < sb0, "32 seq readers: low_latency costs bandwidth: %+.1f%% "
 			"(kernel -13%%)", pct(sb1, sb0));
-		verdict(false, sb1 >= 0.75 * sb0,
+		verdict(true, sb1 >= 0.75 * sb0,
 			"32 seq readers: the bandwidth loss is modest (<= 25%%): %+.1f%% (kernel 28.1 "
 			"-> 24.4 MB/s: -13%%)", pct(sb1, sb0));
 		if (ncols == 4) {
 			double pb0 = tab_get(&t, 2, "32 seq readers KB/s");
 			double pb1 = tab_get(&t, 3, "32 seq readers KB/s");
 
-			verdict(false, pb1 >= 0.75 * pb0,
-				"  same on the 32 GiB partition: %+.1f%%", pct(pb1, pb0));
+			verdict(false, pb1 < 0.75 * pb0,
+				"  files scattered over the disk cost far more: %+.1f%%", pct(pb1, pb0));
 		}
 		verdict(false, rl1 < rl0,
 			"32 rand readers: low_latency cuts max latency %.1fx (kernel 7.67 s -> 1.73 s)",
