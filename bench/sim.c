@@ -398,7 +398,8 @@ static double secs_for(const struct opts *o, double def, double quick)
 /* 1. seqread-threads: tiobench SeqRead, target_latency 300 vs 600, deadline, noop
  *    (Gorman 2014, seed 000). tiobench threads read their own file sequentially in 4 KiB
  *    read() calls; readahead turns that into 128 KiB requests with the next window in flight
- *    while the current one is consumed: modelled as 128 KiB reads, 2 in flight, no think time. */
+ *    while the current one is consumed: modelled as 128 KiB reads, 2 in flight, no think time.
+ *    tiobench creates its threads' files one after the other in one directory: DEV_PLACE_DIR. */
 
 #define SEQ_THREADS_N 5
 static const unsigned seq_threads[SEQ_THREADS_N] = {1, 2, 4, 8, 16};
@@ -435,7 +436,7 @@ static int exp_seqread_threads(const struct opts *o)
 
 		tab_col(&t, "%s", cols[c].name);
 		for (unsigned k = 0; k < SEQ_THREADS_N; k++) {
-			struct sim *s = mk_sim(o, cols[c].pol, dev);
+			struct sim *s = mk_sim_place(o, cols[c].pol, dev, DEV_PLACE_DIR);
 			unsigned n = seq_threads[k];
 			struct sim_totals tot;
 			char label[LABEL_LEN];
