@@ -38,6 +38,7 @@ static const struct dev_params hdd_defaults = {
 	.read_latency = 0,
 	.write_latency = 0,
 	.flush = 4000000ull,		/* 4 ms: cache flush + journal commit */
+	.placement = DEV_PLACE_SPREAD,	/* ids of real mounts carry no locality */
 };
 
 static const struct dev_params ssd_defaults = {
@@ -53,6 +54,7 @@ static const struct dev_params ssd_defaults = {
 	.read_latency = 100000ull,	/* 100 us */
 	.write_latency = 30000ull,	/* 30 us: absorbed by the device's write cache */
 	.flush = 1000000ull,		/* 1 ms */
+	.placement = DEV_PLACE_SPREAD,	/* irrelevant: ssd cost ignores position */
 };
 
 struct dev_head {
@@ -163,6 +165,8 @@ int dev_params_validate(const struct dev_params *p)
 		return -EINVAL;
 	if (p->region_bytes == 0 || p->capacity < p->region_bytes)
 		return -EINVAL;
+	if (p->placement != DEV_PLACE_SPREAD && p->placement != DEV_PLACE_DIR)
+		return -EINVAL;
 	/* slot() scales a 32-bit hash by the slot count */
 	if (p->capacity / p->region_bytes > UINT32_MAX)
 		return -EINVAL;
@@ -237,6 +241,8 @@ uint64_t dev_position(const struct dev_model *dm, uint64_t file, uint64_t offset
 	uint64_t h = (file * FIB_MULT) >> 32; /* top 32 bits of the Fibonacci hash */
 	uint64_t slot = (h * dm->nr_slots) >> 32;
 
+	if (dm->params.placement == DEV_PLACE_DIR)
+		slot = file % dm->nr_slots;
 	return slot * dm->params.region_bytes + offset;
 }
 

@@ -13,15 +13,25 @@
  * its own lock around dev_issue()).
  *
  * Address space. Each file gets its own region of a virtual disk so that sequential access
- * within a file is contiguous on the "platter" and switching files costs a long seek:
+ * within a file is contiguous on the "platter":
  *     position(file, offset) = region_start(file) + offset
  *     region_start(file)     = slot(file) * region_bytes,  slot in [0, capacity / region_bytes)
- *     slot(file)             = Fibonacci hashing of the file id (multiply by 2^64/phi, keep the
- *                              high bits scaled to the slot count)
- * With the defaults (capacity 4 TiB, region 1 GiB: 4096 slots) consecutive file ids land about
- * 0.62 x capacity apart and up to ~1000 distinct small ids never share a slot (three-gap
- * theorem). A file larger than region_bytes simply runs into the next slot's addresses; nothing
- * breaks, the positions just stop being exclusive.
+ * and `placement` says where a file's slot is:
+ *   DEV_PLACE_SPREAD (default): slot(file) = Fibonacci hashing of the file id (multiply by
+ *     2^64/phi, keep the high bits scaled to the slot count). With the defaults (capacity 4 TiB,
+ *     region 1 GiB: 4096 slots) consecutive file ids land about 0.62 x capacity apart, so
+ *     switching files costs a long seek, and up to ~1000 distinct small ids never share a slot
+ *     (three-gap theorem). This suits ids that carry no locality (the dev/ino mix of real
+ *     mounts) and files that live in unrelated parts of a filesystem.
+ *   DEV_PLACE_DIR: slot(file) = file mod slot count: consecutive ids in adjacent regions, as the
+ *     files of one directory created one after the other (a benchmark's job files) sit on
+ *     ext4/xfs: the allocator keeps a directory's inodes in one block/allocation group and takes
+ *     their data from there on, so such files follow each other on the platter. Switching
+ *     between file i and i+1 is then a seek over one region (~1 ms with the defaults: little
+ *     more than track-to-track) plus rotation, not a long seek. Ids are taken modulo the slot
+ *     count, so ids that differ by a multiple of it share a slot.
+ * A file larger than region_bytes simply runs into the next slot's addresses; nothing breaks,
+ * the positions just stop being exclusive.
  *
  * HDD (kind DEV_HDD). Service time of one I/O on a head:
  *     distance d = position - head position (the end of the previous I/O on that head)
@@ -65,12 +75,18 @@ enum dev_kind {
 	DEV_SSD = 1,
 };
 
+/* Where files sit on the virtual disk (see "Address space" above). */
+enum dev_placement {
+	DEV_PLACE_SPREAD = 0, /* hashed: unrelated files, far apart */
+	DEV_PLACE_DIR = 1,    /* by id: consecutive ids adjacent (one directory) */
+};
+
 #define DEV_MAX_HEADS 256u
 
 /*
  * Parameters of a model. Fill with dev_params_default() or dev_params_parse(), then override.
  * Invariants checked by dev_params_validate(): heads in [1, DEV_MAX_HEADS]; bandwidth > 0;
- * capacity >= region_bytes > 0; hdd: rpm > 0, settle <= full_stroke, track_bytes > 0.
+ * capacity >= region_bytes > 0; placement a dev_placement; hdd: rpm > 0, settle <= full_stroke.
  */
 struct dev_params {
 	enum dev_kind kind;
@@ -85,6 +101,7 @@ struct dev_params {
 	sched_ns read_latency;	  /* [ns] ssd: fixed cost of a read */
 	sched_ns write_latency;	  /* [ns] ssd: fixed cost of a write */
 	sched_ns flush;		  /* [ns] cost of a flush (len 0) */
+	enum dev_placement placement; /* file slots: hashed (default) or by id */
 };
 
 /* Fills *p with the defaults of `kind` (hdd: 1 head, 120 MB/s, 0.8..15 ms seek, 7200 rpm,

@@ -76,6 +76,10 @@ static const struct sched_tunable_desc cfq_tunables[] = {
 			       "1 time, 2 iops" },
 	[CFQ_T_MAX_MERGE] = { "max_merge_kb", "KiB", 0, 1048576, 512,
 			      "largest merged request; 0 disables merging" },
+	/* Axboe's 2009 elevator patchlet (seed 001); tested on LKML, never merged: off */
+	[CFQ_T_NO_MERGE_BEHIND] = { "no_merge_behind", "bool", 0, 1, 0,
+				    "refuse a back merge into a request with another queued "
+				    "behind it in sort order" },
 	[CFQ_T_COUNT] = { NULL, NULL, 0, 0, 0, NULL },
 };
 static const int64_t cfq_scale[CFQ_T_COUNT] = {
@@ -84,6 +88,7 @@ static const int64_t cfq_scale[CFQ_T_COUNT] = {
 	[CFQ_T_SLICE_ASYNC] = MS,      [CFQ_T_SLICE_ASYNC_RQ] = 1,    [CFQ_T_SLICE_IDLE] = MS,
 	[CFQ_T_GROUP_IDLE] = MS,       [CFQ_T_LOW_LATENCY] = 1,	      [CFQ_T_TARGET_LATENCY] = MS,
 	[CFQ_T_GROUP_MODE] = 1,	       [CFQ_T_MAX_MERGE] = KIB,
+	[CFQ_T_NO_MERGE_BEHIND] = 1,
 };
 
 static const struct sched_tunable_desc dl_tunables[] = {
@@ -96,11 +101,15 @@ static const struct sched_tunable_desc dl_tunables[] = {
 			      "requests per offset-sorted batch" },
 	[DL_T_MAX_MERGE] = { "max_merge_kb", "KiB", 0, 1048576, 512,
 			     "largest merged request; 0 disables merging" },
+	[DL_T_NO_MERGE_BEHIND] = { "no_merge_behind", "bool", 0, 1, 0,
+				   "refuse a back merge into a request with another queued "
+				   "behind it in sort order" },
 	[DL_T_COUNT] = { NULL, NULL, 0, 0, 0, NULL },
 };
 static const int64_t dl_scale[DL_T_COUNT] = {
 	[DL_T_READ_EXPIRE] = MS,   [DL_T_WRITE_EXPIRE] = MS, [DL_T_WRITES_STARVED] = 1,
 	[DL_T_FRONT_MERGES] = 1,   [DL_T_FIFO_BATCH] = 1,    [DL_T_MAX_MERGE] = KIB,
+	[DL_T_NO_MERGE_BEHIND] = 1,
 };
 
 static const struct sched_tunable_desc noop_tunables[] = {
@@ -679,7 +688,8 @@ void sched__rq_replace(struct sched_tree *tree, struct sched_rq *old, struct sch
 }
 
 struct sched_rq *sched__merge(struct sched *sd, struct sched_tree *tree, struct sched_rq *rq,
-			      bool front_ok, uint64_t max_bytes, struct sched_rq **replaced)
+			      bool front_ok, bool no_behind, uint64_t max_bytes,
+			      struct sched_rq **replaced)
 {
 	struct rq_key k = { rq->file, rq->offset, UINT64_MAX };
 	struct sched_rb_node *n;
@@ -694,6 +704,11 @@ struct sched_rq *sched__merge(struct sched *sd, struct sched_tree *tree, struct 
 	n = sched_tree_floor(tree, &k, rq_key_cmp);
 	if (n) {
 		h = rq_of_sort(n);
+		/* the 2009 rule looks at the candidate only (the kernel's hash hit on the bio's
+		 * start), whether or not it could merge, and then refuses every merge */
+		if (no_behind && chain_end(h) == rq->offset && h->file == rq->file &&
+		    sched_tree_next(n) != NULL)
+			return NULL;
 		if (can_merge(h, rq) && chain_end(h) == rq->offset &&
 		    h->merged_len <= max_bytes - rq->len) {
 			struct sched_rq *t = h->merge_tail ? h->merge_tail : h;

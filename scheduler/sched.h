@@ -234,8 +234,9 @@ struct sched_tunable_desc {
  * The tunables of a policy, terminated by an entry with name == NULL. Cannot fail.
  * CFQ: quantum, fifo_expire_sync, fifo_expire_async, back_seek_max, back_seek_penalty,
  * slice_sync, slice_async, slice_async_rq, slice_idle, group_idle, low_latency, target_latency,
- * group_mode (0 = auto, 1 = time, 2 = iops), max_merge_kb.
- * deadline: read_expire, write_expire, writes_starved, front_merges, fifo_batch, max_merge_kb.
+ * group_mode (0 = auto, 1 = time, 2 = iops), max_merge_kb, no_merge_behind.
+ * deadline: read_expire, write_expire, writes_starved, front_merges, fifo_batch, max_merge_kb,
+ * no_merge_behind.
  * noop: max_merge_kb.
  */
 const struct sched_tunable_desc *sched_tunables(enum sched_policy policy);

@@ -981,7 +981,8 @@ static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq
 
 	rq->fifo_deadline = rq->enqueue_time + (sched_ns)(sync ? TUN(sd, CFQ_T_FIFO_EXPIRE_SYNC)
 							       : TUN(sd, CFQ_T_FIFO_EXPIRE_ASYNC));
-	if (sched__merge(sd, &cq->sort, rq, true, (uint64_t)TUN(sd, CFQ_T_MAX_MERGE), &old)) {
+	if (sched__merge(sd, &cq->sort, rq, true, TUN(sd, CFQ_T_NO_MERGE_BEHIND) != 0,
+			 (uint64_t)TUN(sd, CFQ_T_MAX_MERGE), &old)) {
 		if (old) {
 			if (cq->next_rq == old)
 				cq->next_rq = rq;

@@ -40,7 +40,7 @@ static void dl_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq 
 								  ? TUN(sd, DL_T_READ_EXPIRE)
 								  : TUN(sd, DL_T_WRITE_EXPIRE));
 	if (sched__merge(sd, &dl->sort[dir], rq, TUN(sd, DL_T_FRONT_MERGES) != 0,
-			 (uint64_t)TUN(sd, DL_T_MAX_MERGE), &old)) {
+			 TUN(sd, DL_T_NO_MERGE_BEHIND) != 0, (uint64_t)TUN(sd, DL_T_MAX_MERGE), &old)) {
 		if (old && dl->next_rq[dir] == old)
 			dl->next_rq[dir] = rq;
 		return;

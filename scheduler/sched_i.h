@@ -179,6 +179,7 @@ enum {
 	CFQ_T_TARGET_LATENCY,
 	CFQ_T_GROUP_MODE,
 	CFQ_T_MAX_MERGE,
+	CFQ_T_NO_MERGE_BEHIND,
 	CFQ_T_COUNT
 };
 enum {
@@ -188,6 +189,7 @@ enum {
 	DL_T_FRONT_MERGES,
 	DL_T_FIFO_BATCH,
 	DL_T_MAX_MERGE,
+	DL_T_NO_MERGE_BEHIND,
 	DL_T_COUNT
 };
 enum { NOOP_T_MAX_MERGE, NOOP_T_COUNT };
@@ -436,10 +438,15 @@ int sched__rq_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b);
  * same kind, sorted by sched__rq_cmp). rq->fifo_deadline must be set. On a back merge returns
  * the head that absorbed rq; on a front merge rq becomes the head in place of the old one
  * (tree and FIFO position swapped; the old head is returned in *replaced) and rq is returned.
- * Returns NULL (nothing changed) if no merge applies. Cannot fail.
+ * Returns NULL (nothing changed) if no merge applies. With no_behind, a back-merge candidate
+ * that has another head sorted after it in `tree` ("requests queued behind" it: the kernel's
+ * elv_latter_request) refuses the merge and no front merge is tried either (Axboe's 2009
+ * elevator patch: streaming I/O must not keep growing a request that others wait behind).
+ * Cannot fail.
  */
 struct sched_rq *sched__merge(struct sched *sd, struct sched_tree *tree, struct sched_rq *rq,
-			      bool front_ok, uint64_t max_bytes, struct sched_rq **replaced);
+			      bool front_ok, bool no_behind, uint64_t max_bytes,
+			      struct sched_rq **replaced);
 /* Swaps head old for new_head in tree and in old's FIFO position; new_head inherits the
  * earlier FIFO deadline. */
 void sched__rq_replace(struct sched_tree *tree, struct sched_rq *old, struct sched_rq *new_head);

@@ -24,7 +24,7 @@ static void noop_enqueue(struct sched *sd, struct sched_queue *q, struct sched_r
 	(void)q;
 	(void)now;
 	rq->fifo_deadline = rq->enqueue_time;
-	if (sched__merge(sd, &sd->noop.sort, rq, false,
+	if (sched__merge(sd, &sd->noop.sort, rq, false, false,
 			 (uint64_t)sd->tun[SCHED_POLICY_NOOP][NOOP_T_MAX_MERGE], &old))
 		return;
 	sched_tree_insert(&sd->noop.sort, &rq->sort_node, sched__rq_cmp);

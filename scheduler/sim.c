@@ -58,6 +58,9 @@ struct sim_proc {
 	unsigned outstanding;	    /* [count] enqueued, not completed */
 	uint64_t rng;		    /* splitmix64 state */
 	uint64_t next_off;	    /* [bytes] next sequential offset */
+	uint64_t cur_off[SIM_MAX_STREAMS]; /* [bytes] streams > 1: next offset per cursor */
+	uint64_t chunk_done[SIM_MAX_STREAMS]; /* [bytes] streams > 1: of the cursor's chunk */
+	unsigned cursor;	    /* streams > 1: the cursor that issues next */
 	uint64_t cur_file;	    /* file of the current unit (fsync writer) */
 	unsigned unit_left;	    /* [count] requests of the current burst/file not yet issued */
 	bool in_unit;		    /* interactive/fsync: a burst/file is in progress */
@@ -74,14 +77,15 @@ struct sim_group_slot {
 };
 
 /*
- * Invariants: dev_inflight <= depth; every EV_DONE in the heap holds a chain head in state
+ * Invariants: dev_inflight <= issue_depth; every EV_DONE in the heap holds a chain head in state
  * RQ_DISPATCHED; now never decreases.
  */
 struct sim {
 	struct sim_config cfg;	    /* copy */
 	struct sched *sd;	    /* owned */
 	struct dev_model *dm;	    /* owned */
-	unsigned depth;		    /* [count] dev_depth(dm) */
+	unsigned depth;		    /* [count] dev_depth(dm): heads, for utilisation */
+	unsigned issue_depth;	    /* [count] I/Os kept on the device (cfg.queue_depth or depth) */
 	unsigned dev_inflight;	    /* [count] I/Os on the device */
 	sched_ns now;		    /* [ns] simulated time */
 	struct sim_event *heap;	    /* min-heap by (t, seq) */
@@ -306,6 +310,7 @@ void sim_config_default(struct sim_config *cfg, enum sched_policy policy, const 
 	cfg->seed = seed;
 	cfg->check = true;
 	cfg->max_events = 0;
+	cfg->queue_depth = 0;
 }
 
 void sim_proc_default(enum sim_kind kind, struct sim_proc_spec *spec)
@@ -348,7 +353,7 @@ struct sim *sim_create(const struct sim_config *cfg)
 {
 	struct sim *s;
 
-	if (cfg == NULL || cfg->policy >= SCHED_POLICY_COUNT)
+	if (cfg == NULL || cfg->policy >= SCHED_POLICY_COUNT || cfg->queue_depth > 4096)
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
@@ -361,6 +366,7 @@ struct sim *sim_create(const struct sim_config *cfg)
 	if (s->sd == NULL)
 		goto out_dev;
 	s->depth = dev_depth(s->dm);
+	s->issue_depth = cfg->queue_depth ? cfg->queue_depth : s->depth;
 	s->timer_pending = SCHED_NS_NEVER;
 	s->tot.hash = FNV_OFFSET;
 	return s;
@@ -420,6 +426,11 @@ static int spec_validate(const struct sim_proc_spec *sp)
 	if (sp->kind == SIM_INTERACTIVE &&
 	    (uint64_t)sp->burst * sp->req_size > sp->file_size)
 		return -EINVAL;
+	if (sp->offset > sp->file_size - sp->req_size || sp->streams > SIM_MAX_STREAMS)
+		return -EINVAL;
+	if (sp->streams > 1 && (sp->chunk == 0 || sp->chunk % sp->req_size != 0 ||
+				sp->offset + (uint64_t)sp->streams * sp->chunk > sp->file_size))
+		return -EINVAL;
 	return 0;
 }
 
@@ -461,6 +472,9 @@ int sim_add_proc(struct sim *s, const struct sim_proc_spec *spec, unsigned *idx)
 	p->rng = s->cfg.seed ^ (0xd1b54a32d192ed03ull * (p->idx + 1));
 	splitmix64(&p->rng);
 	p->cur_file = p->spec.file;
+	p->next_off = p->spec.offset;
+	for (unsigned i = 0; i < p->spec.streams && i < SIM_MAX_STREAMS; i++)
+		p->cur_off[i] = p->spec.offset + i * p->spec.chunk;
 	ret = heap_push(s, sched_time_after(p->spec.start, s->now) ? p->spec.start : s->now,
 			EV_WAKE, p->idx, NULL);
 	if (ret != 0)
@@ -535,13 +549,36 @@ static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, bool sync, 
 	return 0;
 }
 
-/* Next offset of a sequential stream, wrapping at file_size. */
+/* Next offset of a multi-cursor stream (spec.streams > 1): cursors take turns. */
+static uint64_t multi_next(struct sim_proc *p)
+{
+	const struct sim_proc_spec *sp = &p->spec;
+	unsigned c = p->cursor;
+	uint64_t off = p->cur_off[c];
+
+	p->cursor = (c + 1) % sp->streams;
+	if (p->chunk_done[c] == sp->chunk) {
+		off += (uint64_t)(sp->streams - 1) * sp->chunk;
+		p->chunk_done[c] = 0;
+	}
+	if (off + sp->req_size > sp->file_size) {
+		off = sp->offset + c * sp->chunk;
+		p->chunk_done[c] = 0;
+	}
+	p->cur_off[c] = off + sp->req_size;
+	p->chunk_done[c] += sp->req_size;
+	return off;
+}
+
+/* Next offset of a sequential stream, wrapping at file_size (back to spec.offset). */
 static uint64_t seq_next(struct sim_proc *p)
 {
 	uint64_t off = p->next_off;
 
+	if (p->spec.streams > 1)
+		return multi_next(p);
 	if (off + p->spec.req_size > p->spec.file_size)
-		off = 0;
+		off = p->spec.offset;
 	p->next_off = off + p->spec.req_size;
 	return off;
 }
@@ -776,7 +813,7 @@ static int dispatch_step(struct sim *s)
 	sched_ns t;
 	int ret;
 
-	while (s->dev_inflight < s->depth) {
+	while (s->dev_inflight < s->issue_depth) {
 		struct sched_rq *rq = sched_dispatch(s->sd, s->now);
 
 		if (rq == NULL)
@@ -788,7 +825,7 @@ static int dispatch_step(struct sim *s)
 	}
 	if (any)
 		s->stalls = 0;
-	if (s->dev_inflight >= s->depth)
+	if (s->dev_inflight >= s->issue_depth)
 		return 0; /* the next completion dispatches */
 	t = sched_next_event(s->sd);
 	if (t == SCHED_NS_NEVER) {

@@ -7,7 +7,8 @@
  * Loop. Events (process wake-up, device completion, scheduler timer) sit in a min-heap ordered
  * by (time, sequence number). Each step pops one event, handles it (a completion calls
  * sched_complete() and then lets the owning process react), then dispatches while the device
- * has a free slot (fewer than dev_depth() I/Os in flight): sched_dispatch(now) -> dev_issue().
+ * has a free slot (fewer than queue_depth, by default dev_depth(), I/Os in flight):
+ * sched_dispatch(now) -> dev_issue().
  * When dispatch returns NULL the next wake-up is sched_next_event(). With `check` set,
  * sched_check() runs after every step and a failure stops the run.
  *
@@ -63,6 +64,10 @@ struct sim_config {
 	uint64_t seed;		/* workload PRNG seed */
 	bool check;		/* sched_check() after every step (tests: on) */
 	size_t max_events;	/* [count] safety stop for a run (0 = unlimited) */
+	/* [count] I/Os the harness keeps on the device, like a driver's tag depth (a SATA NCQ
+	 * disk takes 31): those beyond the heads wait inside the device, served in issue order.
+	 * 0 (default) = dev_depth(): one I/O per head, nothing waits in the device. */
+	unsigned queue_depth;
 };
 
 /* Defaults: `dev_name` as for dev_params_parse() ("hdd" if NULL or invalid), check on.
@@ -106,7 +111,16 @@ struct sim_proc_spec {
 	sched_ns start;		/* [ns] first issue */
 	sched_ns stop;		/* [ns] no new issue from this time on; 0 = never */
 	bool sync_writes;	/* writers: flag writes SYNC (O_SYNC/O_DIRECT) */
+	/* sequential kinds (reader, buffered writer): the stream starts at `offset`. With
+	 * `streams` > 1 the process issues from that many cursors in turn, one request each:
+	 * cursor i starts at offset + i * chunk and, after every `chunk` bytes, jumps over the
+	 * other cursors' chunks, so together they cover the file in alternate chunks (writeback
+	 * contexts sharing one file and one request pool). Wraps restart a cursor at its start. */
+	uint64_t offset;	/* [bytes] first offset, offset + req_size <= file_size */
+	unsigned streams;	/* [count] cursors, 0 or 1 = one plain stream, at most SIM_MAX_STREAMS */
+	uint64_t chunk;		/* [bytes] run of one cursor (streams > 1), a multiple of req_size */
 };
+#define SIM_MAX_STREAMS 8u
 
 /* Defaults for a kind: BE level 4 in the root group, 128 KiB sequential / 4 KiB otherwise,
  * depth 1 (buffered writer: 64), burst 8 (interactive) / 16 (fsync), think 0 (interactive:

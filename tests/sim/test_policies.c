@@ -3,6 +3,8 @@
  * noop and deadline run the same workloads as CFQ (every process kind, groups, classes) with the
  * invariant checker on. No fairness is asserted for them; deadline must bound read waits.
  */
+#include <errno.h>
+
 #include "sim_helpers.h"
 
 struct mix {
@@ -132,5 +134,64 @@ Test(policies, deadline_bounds_read_wait)
 	cr_log_info("deadline: worst read wait %.1f ms, bound %.1f ms", ms_of(worst), ms_of(bound));
 	cr_expect(worst <= bound, "deadline: a read waited %.1f ms > read_expire + slack %.1f ms",
 		  ms_of(worst), ms_of(bound));
+	sim_destroy(s);
+}
+
+/* Mean post-merge I/O size [bytes] of a 2-cursor writeback stream on an NCQ hdd. */
+static double writeback_io_size(enum sched_policy pol, int no_behind)
+{
+	struct sim_config cfg;
+	struct sim_proc_spec ps;
+	struct sim_totals tot;
+	struct sim *s;
+
+	sim_config_default(&cfg, pol, "hdd", 1);
+	cfg.check = true;
+	cfg.queue_depth = 31;
+	s = sim_create(&cfg);
+	cr_assert_not_null(s);
+	set_tunable(s, "no_merge_behind", no_behind);
+	sim_proc_default(SIM_BUF_WRITER, &ps);
+	ps.req_size = 128 * KIB;
+	ps.depth = 128;
+	ps.streams = 2;
+	ps.chunk = 4 * 1024 * KIB;
+	cr_assert_eq(sim_add_proc(s, &ps, NULL), 0);
+	cr_assert_eq(sim_run(s, 2000 * MS), 0, "%s", sim_error(s));
+	sim_get_totals(s, &tot);
+	cr_assert(tot.dispatches > 0);
+	sim_destroy(s);
+	return (double)tot.bytes / (double)tot.dispatches;
+}
+
+/* no_merge_behind: two writeback passes of one file interleave in the async queue (deadline:
+ * the write sort list), so the lower pass's tail has requests behind it and stops growing. */
+Test(policies, no_merge_behind_shrinks_interleaved_writeback)
+{
+	enum sched_policy pols[] = { SCHED_POLICY_CFQ, SCHED_POLICY_DEADLINE };
+
+	for (unsigned i = 0; i < 2; i++) {
+		double off = writeback_io_size(pols[i], 0), on = writeback_io_size(pols[i], 1);
+
+		cr_assert(off > 400.0 * KIB, "%s off: %.0f", sched_policy_name(pols[i]), off);
+		cr_assert(on < 0.6 * off, "%s: on %.0f vs off %.0f bytes",
+			  sched_policy_name(pols[i]), on, off);
+	}
+}
+
+/* A multi-cursor stream needs a chunk that is a multiple of the request size. */
+Test(policies, multi_cursor_spec_is_validated)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "hdd", 1);
+	struct sim_proc_spec ps;
+
+	sim_proc_default(SIM_BUF_WRITER, &ps);
+	ps.streams = 2;
+	cr_assert_eq(sim_add_proc(s, &ps, NULL), -EINVAL, "chunk 0");
+	ps.chunk = ps.req_size * 3 / 2;
+	cr_assert_eq(sim_add_proc(s, &ps, NULL), -EINVAL, "chunk not a multiple");
+	ps.streams = SIM_MAX_STREAMS + 1;
+	ps.chunk = ps.req_size;
+	cr_assert_eq(sim_add_proc(s, &ps, NULL), -EINVAL, "too many cursors");
 	sim_destroy(s);
 }

@@ -162,6 +162,38 @@ Test(device, file_regions)
 	dev_destroy(dm);
 }
 
+/* DEV_PLACE_DIR: consecutive ids in adjacent regions (one directory), so switching between
+ * neighbouring files is a short seek, far shorter than between hashed (spread) files. */
+Test(device, dir_placement_is_adjacent)
+{
+	struct dev_params p;
+	struct dev_model *dir, *spread;
+	sched_ns s_dir, s_spread;
+
+	cr_assert_eq(dev_params_parse("hdd", &p), 0);
+	cr_assert_eq(p.placement, DEV_PLACE_SPREAD, "the default keeps hashed placement");
+	spread = dev_create(&p);
+	p.placement = DEV_PLACE_DIR;
+	dir = dev_create(&p);
+	cr_assert(dir != NULL && spread != NULL);
+	for (uint64_t f = 1; f < 64; f++)
+		cr_assert_eq(dev_position(dir, f + 1, 0) - dev_position(dir, f, 0), p.region_bytes);
+	cr_assert_eq(dev_position(dir, 5, 777) - dev_position(dir, 5, 0), 777);
+	dev_issue(dir, 1, 0, 128 * KIB, 0, 0);
+	dev_issue(dir, 2, 128 * KIB, 128 * KIB, 0, 100 * MS);
+	s_dir = dev_last_cost(dir)->seek;
+	dev_issue(spread, 1, 0, 128 * KIB, 0, 0);
+	dev_issue(spread, 2, 128 * KIB, 128 * KIB, 0, 100 * MS);
+	s_spread = dev_last_cost(spread)->seek;
+	cr_assert(s_dir < 2 * MS, "neighbour seek %llu ns", (unsigned long long)s_dir);
+	cr_assert(s_spread > 3 * s_dir, "spread %llu vs dir %llu", (unsigned long long)s_spread,
+		  (unsigned long long)s_dir);
+	p.placement = (enum dev_placement)7;
+	cr_assert_eq(dev_params_validate(&p), -EINVAL);
+	dev_destroy(dir);
+	dev_destroy(spread);
+}
+
 /* A busy head delays the next I/O; N heads serve N I/Os in parallel. */
 Test(device, multi_head_parallelism)
 {

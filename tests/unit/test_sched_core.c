@@ -64,7 +64,7 @@ Test(sched_core, tunables_names_units_and_ranges)
 					   "back_seek_max", "back_seek_penalty", "slice_sync",
 					   "slice_async", "slice_async_rq", "slice_idle",
 					   "group_idle", "low_latency", "target_latency",
-					   "group_mode", "max_merge_kb" };
+					   "group_mode", "max_merge_kb", "no_merge_behind" };
 	const struct sched_tunable_desc *d = sched_tunables(SCHED_POLICY_CFQ);
 	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
 	int64_t v;
@@ -290,6 +290,69 @@ Test(sched_core, merge_respects_max_merge_kb)
 	done(sd, disp(sd, 3), 4);
 	done(sd, disp(sd, 3), 4);
 	sched_destroy(sd);
+}
+
+/*
+ * no_merge_behind (Axboe's 2009 elevator patch): a back merge is refused when the candidate
+ * has another request sorted after it in the same sort tree; default off (kernel behaviour).
+ * Two writeback streams of one async queue: file 3 at 0.. and file 3 at 1 MiB.. .
+ */
+static void merge_behind_case(enum sched_policy pol, bool on)
+{
+	struct sched *sd = sched_create(pol, true);
+	struct sched_rq a0, a1, b0, b1, lone0, lone1, *h;
+	int64_t v;
+	unsigned n = 0;
+
+	cr_assert_eq(sched_tunable_get(sd, "no_merge_behind", &v), 0);
+	cr_assert_eq(v, 0, "off by default");
+	cr_assert_eq(sched_tunable_set(sd, "no_merge_behind", 2), -EINVAL);
+	if (on)
+		cr_assert_eq(sched_tunable_set(sd, "no_merge_behind", 1), 0);
+	mk(&a0, 7, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 0, 4 * KIB);
+	mk(&b0, 8, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 1 * MIB, 4 * KIB);
+	mk(&a1, 7, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 4 * KIB, 4 * KIB);
+	mk(&b1, 8, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 1 * MIB + 4 * KIB, 4 * KIB);
+	enq(sd, &a0, 0);
+	enq(sd, &b0, 0);
+	enq(sd, &a1, 0); /* b0 sorts after a0: queued behind it */
+	enq(sd, &b1, 0); /* nothing sorts after b0 */
+	cr_assert_eq(a0.nr_merged, on ? 0u : 1u);
+	cr_assert_eq(b0.nr_merged, 1);
+	cr_assert_eq(b0.merge_next, &b1);
+	cr_assert_eq(sched_nr_queued(sd), 4);
+	/* a lone stream (another file, after everything): still merges */
+	mk(&lone0, 9, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 4, 0, 4 * KIB);
+	mk(&lone1, 9, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 4, 4 * KIB, 4 * KIB);
+	enq(sd, &lone0, 0);
+	enq(sd, &lone1, 0);
+	cr_assert_eq(lone0.nr_merged, 1);
+	/* b0's tail now has file 4's request behind it: b0 stops growing when the rule is on */
+	{
+		struct sched_rq b2;
+
+		mk(&b2, 8, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 3, 1 * MIB + 8 * KIB, 4 * KIB);
+		enq(sd, &b2, 0);
+		cr_assert_eq(b0.nr_merged, on ? 1u : 2u);
+		for (sched_ns now = 0; sched_nr_queued(sd) > 0 && now < 10000 * MS; now += MS) {
+			h = disp(sd, now);
+			if (h) {
+				n++;
+				done(sd, h, now);
+			}
+		}
+	}
+	cr_assert_eq(sched_nr_queued(sd), 0);
+	cr_assert_eq(n, on ? 5u : 3u, "%u I/Os", n); /* on: a0, a1, b0+b1, b2, lone */
+	sched_destroy(sd);
+}
+
+Test(sched_core, no_merge_behind_refuses_back_merge_with_requests_behind)
+{
+	merge_behind_case(SCHED_POLICY_CFQ, false);
+	merge_behind_case(SCHED_POLICY_CFQ, true);
+	merge_behind_case(SCHED_POLICY_DEADLINE, false);
+	merge_behind_case(SCHED_POLICY_DEADLINE, true);
 }
 
 Test(sched_core, sync_never_merges_into_async)
