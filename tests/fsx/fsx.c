@@ -80,7 +80,7 @@ static const unsigned op_weight[OP_COUNT] = {
 
 /* Command line. */
 struct fsx_opts {
-	uint64_t nops;		/* operations to draw */
+	uint64_t nops;		/* [ops] operations to draw */
 	uint64_t seed;		/* -S */
 	size_t maxlen;		/* [bytes] the file never grows beyond this */
 	size_t maxop;		/* [bytes] longest read/write/fallocate range */
@@ -422,7 +422,8 @@ static int do_truncate(struct fsx *f, uint64_t size)
 
 /*
  * fallocate with `mode` on [off, off+len). EOPNOTSUPP switches the operation kind off
- * (reported in the summary) and is not an error.
+ * (reported in the summary; this one counts as skipped) and is not an error. Returns 0 or
+ * -errno.
  */
 static int do_fallocate(struct fsx *f, enum fsx_op op, int mode, uint64_t off, uint64_t len)
 {
@@ -438,7 +439,7 @@ static int do_fallocate(struct fsx *f, enum fsx_op op, int mode, uint64_t off, u
 			if (!f->o.quiet)
 				printf("fsx: op %" PRIu64 ": fallocate mode 0x%x: EOPNOTSUPP, %s"
 				       " switched off\n", f->seq, (unsigned)mode, op_name[op]);
-			return 1;
+			return 0;
 		}
 		return fail_op(f, "fallocate", err);
 	}
@@ -579,9 +580,6 @@ static int step(struct fsx *f)
 	}
 out:
 	r->size_after = f->size;
-	if (ret == 1) { /* switched off */
-		ret = 0;
-	}
 	if (r->skipped)
 		f->skipped++;
 	else if (ret == 0)
@@ -664,6 +662,7 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
+/* Fills *o. Returns 0, 1 after printing the help (-h), or -EINVAL (message printed). */
 static int parse_args(int argc, char **argv, struct fsx_opts *o)
 {
 	uint64_t v;
@@ -719,7 +718,7 @@ static int parse_args(int argc, char **argv, struct fsx_opts *o)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			return 1;
 		default:
 			return -EINVAL;
 		}
@@ -783,10 +782,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cfqfs_fsx: out of memory\n");
 		return 2;
 	}
-	if (parse_args(argc, argv, &f->o) < 0) {
-		usage(stderr);
+	ret = parse_args(argc, argv, &f->o);
+	if (ret != 0) {
+		if (ret < 0)
+			usage(stderr);
 		free(f);
-		return 64;
+		return ret < 0 ? 64 : 0;
 	}
 	ret = fsx_init(f);
 	if (ret < 0) {
