@@ -17,8 +17,13 @@
  *                                      scales slices below one request, so the core switches
  *                                      queues every request or two; switches/1k shows it)
  *
- * Output, one line per combination: queues=N groups=G ns_per_req=X switches_per_1k=S (median of
- * --runs runs; S = queue changes between consecutive dispatches per 1000 requests).
+ * Output, one line per combination: queues=N groups=G ns_per_req=X cpu_ns_per_req=C
+ * switches_per_1k=S [dispatch_hash=H] (medians of --runs runs; X is wall-clock time, C the
+ * thread's CPU time, which leaves out the time a loaded machine keeps the benchmark off the
+ * CPU; S = queue changes between consecutive dispatches per 1000 requests). With --hash 1,
+ * H = FNV-1a hash (over words) of the measured loop's (queue, offset, time) dispatch
+ * sequence: identical across runs, and across builds that do not change the scheduler's
+ * behaviour, for a cheap check that a layout change changed no decision at 16384 queues.
  * bench/sched_micro_callgrind.sh runs one combination under callgrind, counting only
  * measure_loop(), and prints instructions per request.
  */
@@ -34,6 +39,8 @@
 #define PER_QUEUE 2u	     /* requests kept queued per queue */
 #define REQ_LEN (64u * 1024u) /* [bytes] */
 
+static bool opt_hash; /* --hash 1: hash the dispatch sequence */
+
 struct bench {
 	struct sched *sd;
 	struct sched_rq *pool;	/* nqueues * PER_QUEUE requests */
@@ -43,15 +50,23 @@ struct bench {
 	sched_ns step;		/* [ns] per request */
 	uint64_t switches;	/* dispatches from another queue than the previous one */
 	uint64_t last_key;	/* queue of the previous dispatch */
+	bool hash_on;		/* --hash 1 */
+	uint64_t hash;		/* FNV-1a of the dispatch sequence */
 	uint64_t *next_off;	/* per queue [bytes] */
 };
 
-static uint64_t wall_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* FNV-1a over 64-bit words (not bytes: cheap enough to leave the figures alone). */
+static uint64_t fnv_add(uint64_t h, uint64_t v)
+{
+	return (h ^ v) * 0x100000001b3ull;
 }
 
 static int fill(struct bench *b, struct sched_rq *rq, unsigned q)
@@ -144,6 +159,9 @@ static uint64_t step_loop(struct bench *b, uint64_t n)
 		}
 		b->switches += rq->queue_key != b->last_key;
 		b->last_key = rq->queue_key;
+		if (b->hash_on)
+			b->hash = fnv_add(fnv_add(fnv_add(b->hash, rq->queue_key), rq->offset),
+					  b->now);
 		b->now += b->step;
 		sched_complete(b->sd, rq, 0, b->now);
 		q = (unsigned)(rq->queue_key - 1);
@@ -170,13 +188,14 @@ static int cmp_double(const void *a, const void *b)
 static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, unsigned ng,
 		     uint64_t reqs, unsigned runs, sched_ns step)
 {
-	double res[16], sw[16];
+	double res[16], cpu[16], sw[16];
+	uint64_t hash = 0;
 
 	if (runs > 16)
 		runs = 16;
 	for (unsigned r = 0; r < runs; r++) {
 		struct bench b;
-		uint64_t t0, t1, done;
+		uint64_t t0, t1, c0, c1, done;
 		int ret = bench_setup(&b, policy, rotational, nq, ng, step);
 
 		if (ret != 0) {
@@ -188,9 +207,13 @@ static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, uns
 		/* warm-up: every queue dispatched at least once, structures at steady size */
 		step_loop(&b, (uint64_t)nq * PER_QUEUE + 1000);
 		b.switches = 0;
-		t0 = wall_ns();
+		b.hash_on = opt_hash;
+		b.hash = 0xcbf29ce484222325ull;
+		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		t0 = clock_ns(CLOCK_MONOTONIC);
 		done = measure_loop(&b, reqs);
-		t1 = wall_ns();
+		t1 = clock_ns(CLOCK_MONOTONIC);
+		c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		bench_teardown(&b);
 		if (done != reqs) {
 			fprintf(stderr, "sched_micro: core stalled after %llu of %llu requests\n",
@@ -198,12 +221,22 @@ static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, uns
 			return 1;
 		}
 		res[r] = (double)(t1 - t0) / (double)reqs;
+		cpu[r] = (double)(c1 - c0) / (double)reqs;
 		sw[r] = 1000.0 * (double)b.switches / (double)reqs;
+		if (r > 0 && b.hash != hash) {
+			fprintf(stderr, "sched_micro: queues=%u groups=%u: runs differ\n", nq, ng);
+			return 1;
+		}
+		hash = b.hash;
 	}
 	qsort(res, runs, sizeof(res[0]), cmp_double);
+	qsort(cpu, runs, sizeof(cpu[0]), cmp_double);
 	qsort(sw, runs, sizeof(sw[0]), cmp_double);
-	printf("queues=%u groups=%u ns_per_req=%.1f switches_per_1k=%.1f\n", nq, ng, res[runs / 2],
-	       sw[runs / 2]);
+	printf("queues=%u groups=%u ns_per_req=%.1f cpu_ns_per_req=%.1f switches_per_1k=%.1f", nq,
+	       ng, res[runs / 2], cpu[runs / 2], sw[runs / 2]);
+	if (opt_hash)
+		printf(" dispatch_hash=%016llx", (unsigned long long)hash);
+	printf("\n");
 	fflush(stdout);
 	return 0;
 }
@@ -211,7 +244,8 @@ static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, uns
 static void usage(void)
 {
 	fprintf(stderr, "usage: sched_micro [--queues N --groups G] [--reqs R] [--runs K]\n"
-			"                   [--policy cfq|deadline|noop] [--step-us U] [--rotational 0|1]\n");
+			"                   [--policy cfq|deadline|noop] [--step-us U] [--rotational 0|1]\n"
+			"                   [--hash 0|1]\n");
 }
 
 int main(int argc, char **argv)
@@ -242,6 +276,8 @@ int main(int argc, char **argv)
 			runs = (unsigned)strtoul(v, NULL, 10);
 		else if (strcmp(a, "--rotational") == 0)
 			rotational = strtoul(v, NULL, 10) != 0;
+		else if (strcmp(a, "--hash") == 0)
+			opt_hash = strtoul(v, NULL, 10) != 0;
 		else if (strcmp(a, "--step-us") == 0)
 			step = strtoull(v, NULL, 10) * SCHED_NS_PER_US;
 		else if (strcmp(a, "--policy") == 0) {

@@ -309,6 +309,20 @@ sched_ns sched_hist_percentile(const struct sched_hist *h, unsigned permille)
 /* ---------------------------------------------------------------------------------------- */
 /* Groups */
 
+/*
+ * Zeroed memory aligned on a cache line, for queues and groups (their members are laid out by
+ * cache line, see sched_i.h). Returns NULL on allocation failure; free() releases it.
+ */
+static void *zalloc_lines(size_t size)
+{
+	size_t n = (size + 63) & ~(size_t)63;
+	void *p = aligned_alloc(64, n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
 static struct sched_group *group_get(const struct sched *sd, uint32_t id)
 {
 	return id < sd->nr_group_slots ? sd->groups[id] : NULL;
@@ -335,7 +349,7 @@ static int group_alloc(struct sched *sd, struct sched_group *parent, uint32_t we
 		sd->groups = n;
 		sd->group_cap = cap;
 	}
-	g = calloc(1, sizeof(*g));
+	g = zalloc_lines(sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	g->id = sd->nr_group_slots;
@@ -497,7 +511,7 @@ static struct sched_queue *queue_get(struct sched *sd, struct sched_group *g, ui
 			queue_hash_del(sd, q);
 			list_del(&q->group_node);
 		} else {
-			q = calloc(1, sizeof(*q));
+			q = zalloc_lines(sizeof(*q));
 			if (!q)
 				return NULL;
 			list_init(&q->lru_node);

@@ -255,10 +255,10 @@ int sched_tunable_get(const struct sched *sd, const char *name, int64_t *value);
  * sub-buckets, from 1 us up; the last bucket is open-ended. */
 #define SCHED_HIST_BUCKETS 96
 struct sched_hist {
-	uint64_t count[SCHED_HIST_BUCKETS];
 	uint64_t total;	 /* samples */
 	sched_ns sum;	 /* [ns] */
 	sched_ns max;	 /* [ns] */
+	uint64_t count[SCHED_HIST_BUCKETS];
 };
 /* Lower bound of bucket i [ns]. Cannot fail. */
 sched_ns sched_hist_bucket_lo(unsigned i);
@@ -269,21 +269,26 @@ sched_ns sched_hist_percentile(const struct sched_hist *h, unsigned permille);
 enum { SCHED_DIR_READ = 0, SCHED_DIR_WRITE = 1 };	   /* index 1 of the arrays below */
 enum { SCHED_KIND_ASYNC = 0, SCHED_KIND_SYNC = 1 };	   /* index 2 */
 
-/* Cumulative counters of a group or queue. */
+/*
+ * Cumulative counters of a group or queue. Ordered by when the core writes them, so that one
+ * request touches few cache lines of a cold queue or group (with the struct 64-byte aligned):
+ * bytes and ios (line 0), the per-request scalars (line 1), then the per-slice and rare ones
+ * beside the histogram's totals (line 2), then one line of histogram buckets.
+ */
 struct sched_stats {
 	uint64_t bytes[2][2];	 /* [bytes] by dir, kind; counted at dispatch */
 	uint64_t ios[2][2];	 /* requests (pre-merge) by dir, kind; fsyncs count as writes */
-	uint64_t fsyncs;	 /* fsync + fdatasync requests */
-	uint64_t merged;	 /* requests absorbed by merging */
 	uint64_t dispatched;	 /* dispatches (post-merge I/Os) */
-	uint64_t errors;	 /* completions with error != 0 */
 	sched_ns wait_time;	 /* [ns] sum of enqueue -> dispatch */
 	sched_ns service_time;	 /* [ns] sum of dispatch -> complete */
-	sched_ns disk_time;	 /* [ns] time charged (CFQ slices used) */
-	uint64_t slices;	 /* times a queue of it was made active (CFQ) */
-	sched_ns idle_time;	 /* [ns] time the scheduler idled waiting for it */
 	uint64_t queued;	 /* gauge: requests queued now */
 	uint64_t in_flight;	 /* gauge: dispatched, not completed */
+	sched_ns disk_time;	 /* [ns] time charged (CFQ slices used) */
+	uint64_t slices;	 /* times a queue of it was made active (CFQ) */
+	uint64_t errors;	 /* completions with error != 0 */
+	uint64_t fsyncs;	 /* fsync + fdatasync requests */
+	uint64_t merged;	 /* requests absorbed by merging */
+	sched_ns idle_time;	 /* [ns] time the scheduler idled waiting for it */
 	struct sched_hist latency; /* enqueue -> complete */
 };
 

@@ -110,19 +110,24 @@ static struct cfq_st *st_for(struct sched_group *g, int cls, int type)
 	return &g->cfq.st[cls][type];
 }
 
+/* Busy queues of class cls in g (the sum of its trees' counts, kept in g's first lines). */
 static uint32_t grp_busy_wl(const struct sched_group *g, int cls)
 {
-	if (cls == WL_IDLE)
-		return (uint32_t)g->cfq.st_idle.tree.count;
-	return (uint32_t)(g->cfq.st[cls][WL_ASYNC].tree.count +
-			  g->cfq.st[cls][WL_SYNC_NOIDLE].tree.count +
-			  g->cfq.st[cls][WL_SYNC].tree.count);
+	return g->cfq.nr_busy[cls];
 }
 
 static uint32_t grp_busy_async(const struct sched_group *g)
 {
-	return (uint32_t)(g->cfq.st[WL_RT][WL_ASYNC].tree.count +
-			  g->cfq.st[WL_BE][WL_ASYNC].tree.count);
+	return g->cfq.nr_busy_async;
+}
+
+/* Keeps nr_busy / nr_busy_async in step with a queue joining (+1) or leaving (-1) the tree of
+ * (cls, type) of g. */
+static void grp_busy_count(struct sched_group *g, int cls, int type, int delta)
+{
+	g->cfq.nr_busy[cls] += (uint32_t)delta;
+	if (cls != WL_IDLE && type == WL_ASYNC)
+		g->cfq.nr_busy_async += (uint32_t)delta;
 }
 
 static bool iops_mode(const struct sched *sd)
@@ -331,6 +336,7 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_f
 		if (key == cq->rb_key && cq->st == st)
 			return;
 		sched_tree_erase(&cq->st->tree, &cq->st_node);
+		grp_busy_count(q->g, cq->st_class, cq->st_type, -1);
 		sd->cfq.busy_idle_queues -= cq->st_class == WL_IDLE;
 	}
 	sd->cfq.busy_idle_queues += cls == WL_IDLE;
@@ -340,6 +346,7 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_f
 	cq->st_class = (uint8_t)cls;
 	cq->st_type = (uint8_t)(cls == WL_IDLE ? 0 : type);
 	sched_tree_insert(&st->tree, &cq->st_node, st_cmp);
+	grp_busy_count(q->g, cls, cq->st_type, 1);
 	if (add_front || !is_new)
 		return;
 	group_notify_queue_add(sd, q->g);
@@ -360,6 +367,7 @@ static void del_rr(struct sched *sd, struct sched_queue *q)
 	if (q->sync)
 		sd->cfq.busy_sync_queues--;
 	sched_tree_erase(&q->cfq.st->tree, &q->cfq.st_node);
+	grp_busy_count(q->g, q->cfq.st_class, q->cfq.st_type, -1);
 	q->cfq.st = NULL;
 	group_notify_queue_del(sd, q->g);
 }
@@ -445,8 +453,7 @@ static void group_served(struct sched *sd, struct sched_group *g, struct sched_q
 			 sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
-	uint32_t nr_sync = g->cfq.nr_cfqq - grp_busy_async(g) -
-			   (uint32_t)g->cfq.st_idle.tree.count;
+	uint32_t nr_sync = g->cfq.nr_cfqq - grp_busy_async(g) - grp_busy_wl(g, WL_IDLE);
 	sched_ns unaccounted, used = slice_usage(q, now, &unaccounted);
 	uint64_t charge = used;
 
@@ -1388,6 +1395,18 @@ static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
 		}
 		if (nq != g->cfq.nr_cfqq)
 			FAIL("group %u: nr_cfqq %u, trees hold %zu", i, g->cfq.nr_cfqq, nq);
+		for (int c = 0; c < WL_CLASSES; c++) {
+			size_t nc = 0;
+
+			for (int t = 0; t < (c == WL_IDLE ? 1 : WL_TYPES); t++)
+				nc += st_for(g, c, t)->tree.count;
+			if (nc != g->cfq.nr_busy[c])
+				FAIL("group %u: nr_busy[%d] %u, trees hold %zu", i, c,
+				     g->cfq.nr_busy[c], nc);
+		}
+		if (g->cfq.nr_busy_async != g->cfq.st[WL_RT][WL_ASYNC].tree.count +
+						   g->cfq.st[WL_BE][WL_ASYNC].tree.count)
+			FAIL("group %u: nr_busy_async %u", i, g->cfq.nr_busy_async);
 		if ((g->cfq.nr_cfqq > 0) != sched_tree_node_linked(&g->cfq.node))
 			FAIL("group %u: %u busy queues but on tree = %d", i, g->cfq.nr_cfqq,
 			     sched_tree_node_linked(&g->cfq.node));

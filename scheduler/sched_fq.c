@@ -70,8 +70,11 @@ void sched__fq_group_init(struct sched_group *g)
 	c->children_weight = 0;
 	c->vfraction = 0;
 	c->nr_cfqq = 0;
-	for (int i = 0; i < WL_CLASSES; i++)
+	for (int i = 0; i < WL_CLASSES; i++) {
 		c->busy_queues_avg[i] = 0;
+		c->nr_busy[i] = 0;
+	}
+	c->nr_busy_async = 0;
 	c->saved_wl_slice = 0;
 	c->saved_wl_type = 0;
 	c->saved_wl_class = 0;

@@ -234,50 +234,66 @@ static inline bool cfq_seeky(uint32_t seek_history)
 	return __builtin_popcount(seek_history) > 32 / 8;
 }
 
+/*
+ * Field order is for the cache (sched_micro at 16384 queues switches queues every 2 requests,
+ * and each switch meets this struct cold): line 0 holds what a walk of a service tree reads in
+ * every node it passes (st_node, rb_key, rb_seq); the four lines are what serving the queue
+ * touches. struct sched_queue aligns it on a cache line.
+ */
 struct cfq_queue {
+	struct sched_rb_node st_node; /* in *st */
+	sched_ns rb_key;	     /* [ns] service tree key */
+	uint64_t rb_seq;	     /* tie-breaker of rb_key */
+	struct cfq_st *st;	     /* service tree it is on; NULL <=> not busy ("on_rr") */
+	uint32_t flags;		     /* CFQQ_F_* */
+	uint8_t st_class, st_type;   /* (class, type) *st was chosen for */
 	struct sched_tree sort;	     /* queued chain heads by (file, offset, seq) */
 	struct sched_list fifo;	     /* queued chain heads in arrival order */
 	struct sched_rq *next_rq;    /* best head from the last position; NULL iff empty */
-	struct sched_rb_node st_node; /* in *st */
-	struct cfq_st *st;	     /* service tree it is on; NULL <=> not busy ("on_rr") */
-	uint8_t st_class, st_type;   /* (class, type) *st was chosen for */
-	sched_ns rb_key;	     /* [ns] service tree key */
-	uint64_t rb_seq;	     /* tie-breaker of rb_key */
 	uint32_t queued;	     /* [heads] == sort.count */
 	uint32_t dispatched;	     /* [I/Os] in flight, dispatched by this policy generation */
 	uint32_t meta_pending;	     /* [heads] queued with SCHED_RQ_META */
+	uint32_t slice_dispatch;     /* [I/Os] dispatched in this slice */
+	uint32_t seek_history;	     /* 1 bit per request, 1 = seek */
 	sched_ns dispatch_start;     /* [ns] when it became active */
 	sched_ns slice_start;	     /* [ns] first completion of the slice (valid if !SLICE_NEW) */
 	sched_ns slice_end;	     /* [ns] */
 	sched_ns allocated_slice;    /* [ns] */
 	int64_t slice_resid;	     /* [ns] slice left (>0) or overrun (<0) at preemption */
-	uint32_t slice_dispatch;     /* [I/Os] dispatched in this slice */
-	uint32_t seek_history;	     /* 1 bit per request, 1 = seek */
 	uint64_t last_file;	     /* position after its last request: file ... */
 	uint64_t last_end;	     /* ... and end offset [bytes] */
 	struct cfq_ttime ttime;	     /* io context think-time stats, sync queues only */
-	uint32_t flags;		     /* CFQQ_F_* */
 };
 
+/*
+ * Cache lines (struct sched_group aligns it): line 0 is what the group tree's walks and picks
+ * read (node, seq, vdisktime) with the few fields every group switch reads; line 1 the rest of
+ * the per-switch state, with per-class busy counts so that choosing a class reads no service
+ * tree; then one line per service tree (tree + think time, 64 bytes each).
+ * Invariant: nr_busy[c] == sum of the queue counts of class c's trees; nr_busy_async == the
+ * counts of the RT and BE ASYNC trees.
+ */
 struct cfq_group {
-	struct cfq_st st[2][WL_TYPES]; /* [WL_BE/WL_RT][type] */
-	struct cfq_st st_idle;	       /* IDLE class */
 	struct sched_rb_node node;     /* in cfq_data.grp_tree iff nr_cfqq > 0 */
 	uint64_t seq;		       /* tie-breaker of vdisktime */
 	uint64_t vdisktime;	       /* [ns << 24 / vfraction] virtual service received */
+	uint32_t vfraction;	       /* [1/4096] share of the device, valid while on tree */
+	uint32_t nr_cfqq;	       /* busy queues (on a service tree) */
+	uint32_t dispatched;	       /* [I/Os] in flight */
+	uint8_t saved_wl_type, saved_wl_class;
+	uint32_t nr_busy[WL_CLASSES];  /* busy queues per class (enum cfq_wl_class) */
+	uint32_t nr_busy_async;	       /* busy queues on the RT and BE ASYNC trees */
+	uint32_t busy_queues_avg[WL_CLASSES]; /* decayed average of busy queues per class */
+	uint32_t nr_active;	       /* self on tree + active children */
+	sched_ns saved_wl_slice;       /* [ns] workload slice left when last expired */
+	uint64_t children_weight;      /* [weight units] sum of active entities below */
 	uint32_t weight;	       /* [weight units] effective, vs. siblings */
 	uint32_t leaf_weight;	       /* [weight units] own queues vs. children */
 	uint32_t new_weight;	       /* pending weight, applied on activation (0 = none) */
 	uint32_t new_leaf_weight;      /* pending leaf weight, applied on (re)insertion */
-	uint32_t nr_active;	       /* self on tree + active children */
-	uint64_t children_weight;      /* [weight units] sum of active entities below */
-	uint32_t vfraction;	       /* [1/4096] share of the device, valid while on tree */
-	uint32_t nr_cfqq;	       /* busy queues (on a service tree) */
-	uint32_t busy_queues_avg[WL_CLASSES]; /* decayed average of busy queues per class */
-	sched_ns saved_wl_slice;       /* [ns] workload slice left when last expired */
-	uint8_t saved_wl_type, saved_wl_class;
-	uint32_t dispatched;	       /* [I/Os] in flight */
 	struct cfq_ttime ttime;	       /* group think-time stats, for group_idle */
+	_Alignas(64) struct cfq_st st[2][WL_TYPES]; /* [WL_BE/WL_RT][type] */
+	struct cfq_st st_idle;	       /* IDLE class */
 };
 
 struct cfq_data {
@@ -335,21 +351,24 @@ struct noop_data {
 struct sched_queue {
 	uint64_t key;		       /* queue_key (sync) or class << 3 | level (async) */
 	struct sched_group *g;	       /* owning group */
+	struct sched_queue *hash_next; /* bucket chain */
 	bool sync;
 	bool live;
 	uint8_t ioclass;	       /* enum sched_class, from its latest request */
 	uint8_t level;		       /* 0..7 (7 for IDLE) */
-	struct sched_queue *hash_next; /* bucket chain */
+	uint32_t nr_queued;	       /* [requests] queued, merged members included */
+	uint32_t nr_in_flight;	       /* [I/Os] dispatched chain heads not completed */
+	/* the identity above (what a hash chain walk reads) fills line 0; the policy's hot state
+	 * starts on its own line; then the cold links; then the stats, line-aligned (see there) */
+	_Alignas(64) struct cfq_queue cfq;
 	struct sched_list lru_node;    /* in sd->free_queues while !live */
 	struct sched_list group_node;  /* in g->queues */
 	struct sched_list all_node;    /* in sd->all_queues */
 	struct sched_queue *scratch;   /* sched_foreach_queue() sort link */
-	uint32_t nr_queued;	       /* [requests] queued, merged members included */
-	uint32_t nr_in_flight;	       /* [I/Os] dispatched chain heads not completed */
-	struct cfq_queue cfq;	       /* hot policy state next to the identity ... */
-	struct sched_stats stats;      /* ... the big, colder histogram last */
+	_Alignas(64) struct sched_stats stats;
 };
 
+/* Allocated 64-byte aligned (sched.c), so the line plan of the members holds. */
 struct sched_group {
 	uint32_t id;
 	struct sched_group *parent;    /* NULL for the root */
@@ -357,11 +376,19 @@ struct sched_group {
 	uint32_t cfg_weight;	       /* [weight units] as configured */
 	uint32_t cfg_leaf_weight;
 	struct sched_list queues;      /* struct sched_queue.group_node, live or cached */
-	struct sched_stats stats;
-	struct cfq_group cfq;
 	uint64_t scratch_cw;	       /* sched_check() accumulators */
 	uint32_t scratch_na;
+	_Alignas(64) struct cfq_group cfq;
+	_Alignas(64) struct sched_stats stats;
 };
+
+_Static_assert(sizeof(struct cfq_st) == 64, "one service tree per cache line");
+_Static_assert(offsetof(struct cfq_queue, rb_seq) + 8 <= 64, "tree walk reads line 0 only");
+_Static_assert(offsetof(struct cfq_group, saved_wl_class) < 64 &&
+		       offsetof(struct cfq_group, ttime) == 128,
+	       "cfq_group line plan");
+_Static_assert(offsetof(struct sched_queue, cfq) == 64 && offsetof(struct sched_group, cfq) == 64,
+	       "identity in line 0, policy state from line 1");
 
 /* ---------------------------------------------------------------------------------------- */
 /* Policy operations. Every op runs with the caller's lock held and cannot fail. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * sched_tree.c - red-black tree (CLRS formulation with NULL leaves and parent pointers) plus a
- * cached leftmost node, so "first" is O(1) on the dispatch path.
+ * sched_tree.c - red-black tree (CLRS formulation with NULL leaves and parent pointers) plus
+ * cached leftmost and rightmost nodes, so "first" is O(1) on the dispatch path and appending
+ * (a service-tree key of now + offset, a request at a growing offset) needs no search.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -92,12 +93,19 @@ static void insert_fixup(struct sched_tree *t, struct sched_rb_node *n)
 void sched_tree_insert(struct sched_tree *t, struct sched_rb_node *n, sched_tree_cmp_fn cmp)
 {
 	struct sched_rb_node *parent = NULL, **link = &t->root;
-	bool leftmost = true;
+	bool leftmost = true, rightmost = true;
 
+	/* n >= every node: the search below would go right all the way down to rightmost */
+	if (t->rightmost && cmp(n, t->rightmost) >= 0) {
+		parent = t->rightmost;
+		link = &parent->right;
+		leftmost = false;
+	}
 	while (*link) {
 		parent = *link;
 		if (cmp(n, parent) < 0) {
 			link = &parent->left;
+			rightmost = false;
 		} else {
 			link = &parent->right;
 			leftmost = false;
@@ -109,6 +117,8 @@ void sched_tree_insert(struct sched_tree *t, struct sched_rb_node *n, sched_tree
 	*link = n;
 	if (leftmost)
 		t->leftmost = n;
+	if (rightmost)
+		t->rightmost = n;
 	t->count++;
 	insert_fixup(t, n);
 }
@@ -125,11 +135,6 @@ static struct sched_rb_node *subtree_max(struct sched_rb_node *n)
 	while (n->right)
 		n = n->right;
 	return n;
-}
-
-struct sched_rb_node *sched_tree_last(const struct sched_tree *t)
-{
-	return t->root ? subtree_max(t->root) : NULL;
 }
 
 struct sched_rb_node *sched_tree_next(const struct sched_rb_node *n)
@@ -244,6 +249,8 @@ void sched_tree_erase(struct sched_tree *t, struct sched_rb_node *z)
 
 	if (t->leftmost == z)
 		t->leftmost = sched_tree_next(z);
+	if (t->rightmost == z)
+		t->rightmost = sched_tree_prev(z);
 	if (!z->left) {
 		x = z->right;
 		xp = z->parent;
@@ -361,6 +368,10 @@ int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *bu
 	}
 	if (t->leftmost != (t->root ? subtree_min(t->root) : NULL)) {
 		snprintf(buf, buflen, "tree: stale leftmost cache");
+		return -EFAULT;
+	}
+	if (t->rightmost != (t->root ? subtree_max(t->root) : NULL)) {
+		snprintf(buf, buflen, "tree: stale rightmost cache");
 		return -EFAULT;
 	}
 	for (n = t->leftmost; n; n = sched_tree_next(n)) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * sched_tree.h - intrusive red-black tree with a cached leftmost node, used by every ordered
+ * sched_tree.h - intrusive red-black tree with cached leftmost and rightmost nodes, used by every ordered
  * structure of the scheduler core (request sort trees, CFQ service trees, the group tree).
  *
  * Nodes are struct sched_rb_node (sched.h), embedded in the owner. The order is given by a
@@ -8,7 +8,8 @@
  * the shape of a tree (and every decision read from it) is deterministic.
  *
  * Invariants (checked by sched_tree_check()): red-black properties; in-order traversal strictly
- * increasing under cmp; leftmost == first in-order node; count == number of nodes; every child's
+ * increasing under cmp; leftmost == first and rightmost == last in-order node; count == number
+ * of nodes; every child's
  * parent pointer names its parent. A node not in any tree has parent == itself.
  *
  * Locking: none; the tree belongs to its owner, which the caller serialises.
@@ -24,6 +25,7 @@
 struct sched_tree {
 	struct sched_rb_node *root;	/* NULL when empty */
 	struct sched_rb_node *leftmost; /* cached minimum, NULL when empty */
+	struct sched_rb_node *rightmost; /* cached maximum, NULL when empty */
 	size_t count;			/* [nodes] */
 };
 
@@ -39,6 +41,7 @@ static inline void sched_tree_init(struct sched_tree *t)
 {
 	t->root = NULL;
 	t->leftmost = NULL;
+	t->rightmost = NULL;
 	t->count = 0;
 }
 
@@ -65,12 +68,20 @@ static inline struct sched_rb_node *sched_tree_first(const struct sched_tree *t)
 	return t->leftmost;
 }
 
-/* Inserts n after every node that compares equal (ties go right). O(log n). Cannot fail. */
+/*
+ * Inserts n after every node that compares equal (ties go right). O(log n); O(1) amortised when
+ * n sorts at or after the last node (appending, the common case of time-keyed trees): the
+ * search is skipped, the node lands where the search would have put it. Cannot fail.
+ */
 void sched_tree_insert(struct sched_tree *t, struct sched_rb_node *n, sched_tree_cmp_fn cmp);
 /* Removes n (which must be in t) and clears it. O(log n). Cannot fail. */
 void sched_tree_erase(struct sched_tree *t, struct sched_rb_node *n);
 
-struct sched_rb_node *sched_tree_last(const struct sched_tree *t);
+static inline struct sched_rb_node *sched_tree_last(const struct sched_tree *t)
+{
+	return t->rightmost;
+}
+
 struct sched_rb_node *sched_tree_next(const struct sched_rb_node *n);
 struct sched_rb_node *sched_tree_prev(const struct sched_rb_node *n);
 /* The last node <= key, or NULL. */

@@ -118,6 +118,37 @@ Test(sched_tree, random_insert_erase_keeps_order_and_leftmost)
 	}
 }
 
+/* Time-keyed trees mostly append (the insert fast path) and lose their first or last node. */
+Test(sched_tree, mostly_appending_keeps_order_leftmost_and_rightmost)
+{
+	enum { N = 1000 };
+	static struct item it[N];
+	struct sched_tree t;
+	uint64_t s = 7, now = 0;
+
+	sched_tree_init(&t);
+	for (int round = 0; round < 8 * N; round++) {
+		struct item *x = &it[rng(&s) % N];
+		uint64_t r = rng(&s) % 8;
+
+		if (x->in) {
+			if (r == 0 && sched_tree_last(&t))
+				x = sched_container_of(sched_tree_last(&t), struct item, node);
+			else if (r == 1)
+				x = sched_container_of(sched_tree_first(&t), struct item, node);
+			sched_tree_erase(&t, &x->node);
+			x->in = false;
+		} else {
+			now += rng(&s) % 3; /* ties with the last node too */
+			x->key = r == 0 ? now - rng(&s) % 50 : now;
+			x->seq = (uint64_t)round;
+			sched_tree_insert(&t, &x->node, item_cmp);
+			x->in = true;
+		}
+		check(&t);
+	}
+}
+
 Test(sched_tree, floor_and_ceil)
 {
 	struct sched_tree t;
