@@ -283,7 +283,9 @@ Test(posix_meta, lookups_survive_forget)
 		fputs("2\n", dc); /* dentries and inodes: sends FORGETs */
 		fclose(dc);
 	} else {
-		cr_log_warn("cannot write drop_caches (%s): FORGET not forced", strerror(errno));
+		/* Not cr_log_warn: Criterion 2.4 makes any warning a non-zero exit. */
+		fprintf(stderr, "warning: cannot write drop_caches (%s): FORGET not forced\n",
+			strerror(errno));
 	}
 	for (int i = 0; i < 500; i++) {
 		char buf[32];

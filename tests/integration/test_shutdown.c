@@ -92,7 +92,9 @@ Test(shutdown, fusermount_under_load_is_ebusy_then_clean)
 	cr_assert_eq(r, 0, "fusermount3 did not finish in 10 s: %s", strerror(-r));
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 		/* the kernel let it go: then every client must have ended, none may hang */
-		cr_log_warn("fusermount3 -u succeeded with open files (kernel without EBUSY?)");
+		/* Not cr_log_warn: Criterion 2.4 makes any warning a non-zero exit. */
+		fprintf(stderr, "warning: fusermount3 -u succeeded with open files (kernel "
+			"without EBUSY?)\n");
 	} else {
 		cr_assert(strstr(err, "busy") != NULL,
 			  "fusermount3 -u under load failed other than busy: %s", err);
