@@ -316,6 +316,19 @@ static int set_device_param(struct cfqfs_config *c, const char *name, const char
 	int64_t x;
 	size_t i;
 
+	/* Where files sit: "spread" (hashed, unrelated files far apart) or "dir" (by inode
+	 * number, adjacent, as the files of one directory on ext4/xfs). */
+	if (!strcmp(name, "placement")) {
+		if (!strcmp(v, "spread")) {
+			c->device.placement = DEV_PLACE_SPREAD;
+		} else if (!strcmp(v, "dir")) {
+			c->device.placement = DEV_PLACE_DIR;
+		} else {
+			seterr(err, errlen, "unknown placement \"%s\" (spread, dir)", v);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	for (i = 0; i < sizeof(params) / sizeof(params[0]); i++)
 		if (!strcmp(params[i].name, name))
 			break;

@@ -130,9 +130,10 @@ out:
 /* The hog: a process named cfqfs-hog whose HOG_THREADS threads hammer `path` until stop. */
 static pid_t start_hog(const char *path, bool write, size_t len)
 {
+	/* No cr_ call between fork and the child test: Criterion's reporting socket is shared,
+	 * and a child sending on it deadlocks both. */
 	pid_t pid = fork();
 
-	cr_assert_neq(pid, -1);
 	if (pid == 0) {
 		static pthread_t t[HOG_THREADS];
 		static struct hog_arg a[HOG_THREADS];
@@ -147,6 +148,7 @@ static pid_t start_hog(const char *path, bool write, size_t len)
 			pthread_join(t[i], NULL);
 		_exit(0);
 	}
+	cr_assert_neq(pid, -1);
 	return pid;
 }
 
@@ -366,12 +368,12 @@ Test(limits, open_limit_leaves_other_groups_alone_while_held)
 	cr_assert_eq(pipe(fds + 2), 0);
 	/* fds[0..1]: hog -> test (count); fds[2..3]: test -> hog (go). */
 	int args[3] = { fds[0], fds[1], fds[2] };
-	pid_t hog = fork();
-	cr_assert_neq(hog, -1);
+	pid_t hog = fork(); /* no cr_ call before the child leaves: see start_hog */
 	if (hog == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(hold_and_signal(args));
 	}
+	cr_assert_neq(hog, -1);
 	close(fds[1]);
 	fds[1] = -1;
 	cr_assert_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
@@ -438,12 +440,12 @@ Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 	cr_assert_eq(pipe(fds), 0);
 	cr_assert_eq(pipe(fds + 2), 0);
 	int args[3] = { fds[0], fds[1], fds[2] };
-	pid_t hog = fork();
-	cr_assert_neq(hog, -1);
+	pid_t hog = fork(); /* no cr_ call before the child leaves: see start_hog */
 	if (hog == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		_exit(many_hog(args));
 	}
+	cr_assert_neq(hog, -1);
 	close(fds[1]); /* so a hog that dies unreported gives end of file, not a hang */
 	fds[1] = -1;
 	cr_assert_eq(read(fds[0], report, sizeof(report)), (ssize_t)sizeof(report),

@@ -162,6 +162,13 @@ Test(config, device_key_and_parameters)
 	cr_assert_eq(c.device.bandwidth, 60000000u);
 	cr_assert_eq(cfg_set(&c, "device.settle_us", "99999999", err, sizeof(err)), -EINVAL);
 	cr_assert_eq(cfg_set(&c, "device.warp", "9", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(c.device.placement, DEV_PLACE_SPREAD);
+	cr_assert_eq(cfg_set(&c, "device.placement", "dir", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.device.placement, DEV_PLACE_DIR);
+	cr_assert_eq(cfg_set(&c, "device.placement", "nearby", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "spread, dir"), "%s", err);
+	cr_assert_eq(c.device.placement, DEV_PLACE_DIR);
+	cr_assert_eq(cfg_set(&c, "device.warp", "9", err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "unknown device parameter"), "%s", err);
 	cr_assert_eq(cfg_set(&c, "device", "floppy", err, sizeof(err)), -EINVAL);
 	cr_assert_eq(cfg_set(&c, "device", "none", err, sizeof(err)), 0);
