@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Same seed => the same dispatch sequence (FNV-1a hash of queue_key, file, offset, len, time),
- * for every policy; another seed => (in practice) another sequence.
+ * for every policy; another seed => (in practice) another sequence. The seed-42 hashes are
+ * also pinned (golden): a change that alters any scheduling decision changes them, and must
+ * then update them in the same commit, saying why (STYLE.md, "Determinism").
  */
 #include "sim_helpers.h"
 
@@ -38,7 +40,7 @@ static uint64_t run_mix(enum sched_policy policy, const char *dev, uint64_t seed
 	return out->hash;
 }
 
-static void same_and_different(enum sched_policy policy, const char *dev)
+static void same_and_different(enum sched_policy policy, const char *dev, uint64_t golden)
 {
 	struct sim_totals a, b, c;
 	uint64_t ha = run_mix(policy, dev, 42, &a);
@@ -54,26 +56,30 @@ static void same_and_different(enum sched_policy policy, const char *dev)
 		     dev);
 	cr_expect_eq(a.bytes, b.bytes);
 	cr_expect_eq(a.events, b.events);
+	cr_expect_eq(ha, golden, "%s/%s: dispatch hash %016llx, golden %016llx: scheduling "
+		     "decisions changed (update the golden value if on purpose)",
+		     sched_policy_name(policy), dev, (unsigned long long)ha,
+		     (unsigned long long)golden);
 	cr_expect_neq(ha, hc, "%s/%s: seeds 42 and 43 gave the same dispatch sequence",
 		      sched_policy_name(policy), dev);
 }
 
 Test(determinism, cfq_hdd)
 {
-	same_and_different(SCHED_POLICY_CFQ, "hdd");
+	same_and_different(SCHED_POLICY_CFQ, "hdd", 0x3a8d02a9405909d3ull);
 }
 
 Test(determinism, cfq_ssd)
 {
-	same_and_different(SCHED_POLICY_CFQ, "ssd");
+	same_and_different(SCHED_POLICY_CFQ, "ssd", 0x8610f1f46d2ad4caull);
 }
 
 Test(determinism, deadline_raid)
 {
-	same_and_different(SCHED_POLICY_DEADLINE, "raid:4");
+	same_and_different(SCHED_POLICY_DEADLINE, "raid:4", 0xe5a022d79daeaa44ull);
 }
 
 Test(determinism, noop_hdd)
 {
-	same_and_different(SCHED_POLICY_NOOP, "hdd");
+	same_and_different(SCHED_POLICY_NOOP, "hdd", 0xae36765e64146645ull);
 }
