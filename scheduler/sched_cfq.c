@@ -616,6 +616,7 @@ static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns n
 	cq->allocated_slice = 0;
 	cq->slice_end = 0;
 	cq->slice_dispatch = 0;
+	cd->active_progress = now;
 	cfqq_clear_wait_request(q);
 	cfqq_clear_must_dispatch(q);
 	cfqq_clear_fifo_expire(q);
@@ -637,6 +638,28 @@ static bool should_idle(const struct sched *sd, const struct sched_queue *q)
 	return st->tree.count == 1 && q->sync && !thinktime_big(sd, &st->ttime, false);
 }
 
+/*
+ * May the active queue keep the device idle for its in-flight requests? CFQ waits for them
+ * (to keep a sequential reader's or a group's share), trusting them to complete within a few
+ * service times. A request stalled on SOURCE (a hung NFS server, a dying disk) would then
+ * stop every other queue for as long as it hangs. So the wait lasts at most fifo_expire_sync
+ * after the queue's last progress (activation, dispatch or completion): that long, a sync
+ * request waiting in another queue would be past its own FIFO deadline. While waiting, the
+ * end of the wait is recorded for cfq_next_event() so a worker comes back to expire the queue.
+ */
+static bool wait_for_inflight(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	sched_ns until = cd->active_progress + (sched_ns)TUN(sd, CFQ_T_FIFO_EXPIRE_SYNC);
+
+	if (!sched_time_before(now, until)) {
+		cfq_log(now, "in-flight wait on q %llu over: expire", (unsigned long long)cd->active->key);
+		return false;
+	}
+	cd->inflight_wait = until;
+	return true;
+}
+
 static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
@@ -653,7 +676,7 @@ static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
 	if (slice_used(q, now) && !cfqq_must_dispatch(q)) {
 		/* idled all along: let the in-flight request finish so the group stays busy */
 		if (q->g->cfq.nr_cfqq == 1 && !q->cfq.queued && q->cfq.dispatched &&
-		    should_idle(sd, q))
+		    should_idle(sd, q) && wait_for_inflight(sd, now))
 			return NULL;
 		goto check_group_idle;
 	}
@@ -668,11 +691,11 @@ static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
 		cfqq_clear_deep(q);
 		cfqq_clear_idle_window(q);
 	}
-	if (q->cfq.dispatched && should_idle(sd, q))
+	if (q->cfq.dispatched && should_idle(sd, q) && wait_for_inflight(sd, now))
 		return NULL;
 check_group_idle:
 	if (TUN(sd, CFQ_T_GROUP_IDLE) && q->g->cfq.nr_cfqq == 1 && q->g->cfq.dispatched &&
-	    !thinktime_big(sd, &q->g->cfq.ttime, true))
+	    !thinktime_big(sd, &q->g->cfq.ttime, true) && wait_for_inflight(sd, now))
 		return NULL;
 expire:
 	slice_expired(sd, false, now);
@@ -827,6 +850,7 @@ static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 	struct sched_queue *q;
 	struct sched_rq *rq;
 
+	cd->inflight_wait = SCHED_NS_NEVER;
 	if (cd->idle_timer != SCHED_NS_NEVER && !sched_time_before(now, cd->idle_timer))
 		idle_timer_fire(sd, now);
 	if (!cd->busy_queues)
@@ -842,6 +866,7 @@ static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 	if (!rq)
 		rq = q->cfq.next_rq;
 	dispatch_insert(sd, q, rq, now);
+	cd->active_progress = now;
 	q->cfq.slice_dispatch++;
 	cfqq_clear_must_dispatch(q);
 	/* an async queue that used its request quota, or an IDLE one, yields at once */
@@ -865,6 +890,9 @@ static sched_ns cfq_next_event(const struct sched *sd)
 	    (cd->idle_timer == SCHED_NS_NEVER || sched_time_after(cd->idle_timer,
 								  cd->idle_class_wait)))
 		return cd->idle_class_wait;
+	if (cd->inflight_wait != SCHED_NS_NEVER &&
+	    (cd->idle_timer == SCHED_NS_NEVER || sched_time_after(cd->idle_timer, cd->inflight_wait)))
+		return cd->inflight_wait;
 	return cd->idle_timer;
 }
 
@@ -1131,6 +1159,8 @@ static void cfq_complete(struct sched *sd, struct sched_rq *rq, sched_ns now)
 	if (cd->active == q) {
 		bool empty = q->cfq.queued == 0;
 
+		cd->active_progress = now;
+
 		if (cfqq_slice_new(q)) {
 			set_prio_slice(sd, q, now);
 			cfqq_clear_slice_new(q);
@@ -1213,6 +1243,8 @@ static void cfq_init(struct sched *sd, sched_ns now)
 	cd->hw_tag = -1;
 	cd->idle_timer = SCHED_NS_NEVER;
 	cd->idle_class_wait = SCHED_NS_NEVER;
+	cd->inflight_wait = SCHED_NS_NEVER;
+	cd->active_progress = now;
 	cd->nonidle_last = now - CFQ_IDLE_GRACE;
 	cd->last_delayed_sync = now - 1000 * SCHED_NS_PER_MS;
 	cd->workload_expires = now;

@@ -319,6 +319,11 @@ struct cfq_data {
 	sched_ns nonidle_last;	      /* [ns] last dispatch or completion of RT/BE I/O */
 	sched_ns idle_class_wait;     /* [ns] when only IDLE work waits out the grace, the time
 					 it may start; SCHED_NS_NEVER otherwise */
+	sched_ns active_progress;     /* [ns] last activation, dispatch or completion of the
+					 active queue (bounds waits on its in-flight I/O) */
+	sched_ns inflight_wait;	      /* [ns] set by the last dispatch when it held the device
+					 for the active queue's in-flight I/O: when that wait
+					 ends; SCHED_NS_NEVER otherwise */
 	bool have_last_pos;
 	uint64_t last_file;	      /* end of the last dispatched request: file ... */
 	uint64_t last_pos;	      /* ... and offset [bytes] */

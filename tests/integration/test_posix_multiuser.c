@@ -6,15 +6,21 @@
  * give files away.
  */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -329,4 +335,211 @@ Test(posix_multiuser, root_caller_creates_root_owned_files)
 	cr_assert_eq(st.st_gid, 0);
 	cr_assert_eq(st.st_mode & 07777, 0644);
 	mnt_cr_finish(&M);
+}
+
+/* --- set-id bits: every case compared with the same operation on SOURCE directly ---------- */
+
+/*
+ * Twin files: "pub/n_NAME" is operated on natively (in SOURCE), "pub/m_NAME" through the mount,
+ * by the same uid-65534 child and then by root; the resulting modes must be equal.
+ *   rootsuid  root:SHARED 06777, written by the child (not the owner)
+ *   ownsuid   nobody:nobody 06755, written by the child (its owner, without CAP_FSETID)
+ *   trunc     root:SHARED 06777, truncated by the child
+ *   chownme   nobody:nobody 06755, chowned to root by root
+ *   created   created by the child with mode 06755 (umask 0) in root's 0777 pub/
+ *   sg/..._c  created by the child with mode 02755 in the setgid dir of a group it is not in
+ */
+static const char *const setid_names[] = { "rootsuid", "ownsuid", "trunc", "chownme", "created" };
+
+static void setid_make(const char *pfx)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "pub/%s_rootsuid", pfx);
+	cr_assert_eq(mnt_put(src_path(&M, p), "0123", 4, 0600), 0);
+	cr_assert_eq(chown(src_path(&M, p), 0, SHARED_GID), 0);
+	cr_assert_eq(chmod(src_path(&M, p), 06777), 0);
+	snprintf(p, sizeof(p), "pub/%s_trunc", pfx);
+	cr_assert_eq(mnt_put(src_path(&M, p), "0123", 4, 0600), 0);
+	cr_assert_eq(chown(src_path(&M, p), 0, SHARED_GID), 0);
+	cr_assert_eq(chmod(src_path(&M, p), 06777), 0);
+	snprintf(p, sizeof(p), "pub/%s_ownsuid", pfx);
+	cr_assert_eq(mnt_put(src_path(&M, p), "0123", 4, 0600), 0);
+	cr_assert_eq(chown(src_path(&M, p), NOBODY, NOBODY), 0);
+	cr_assert_eq(chmod(src_path(&M, p), 06755), 0);
+	snprintf(p, sizeof(p), "pub/%s_chownme", pfx);
+	cr_assert_eq(mnt_put(src_path(&M, p), "0123", 4, 0600), 0);
+	cr_assert_eq(chown(src_path(&M, p), NOBODY, NOBODY), 0);
+	cr_assert_eq(chmod(src_path(&M, p), 06755), 0);
+}
+
+static int c_setid_one(const char *dir, const char *pfx)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/pub/%s_rootsuid", dir, pfx);
+	fd = open(p, O_WRONLY);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(write(fd, "x", 1) == 1);
+	CHILD_CHECK(close(fd) == 0);
+	snprintf(p, sizeof(p), "%s/pub/%s_ownsuid", dir, pfx);
+	fd = open(p, O_WRONLY);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(write(fd, "x", 1) == 1);
+	CHILD_CHECK(close(fd) == 0);
+	snprintf(p, sizeof(p), "%s/pub/%s_trunc", dir, pfx);
+	CHILD_CHECK(truncate(p, 1) == 0);
+	snprintf(p, sizeof(p), "%s/pub/%s_created", dir, pfx);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 06755);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(close(fd) == 0);
+	snprintf(p, sizeof(p), "%s/sg/%s_c", dir, pfx);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 02755);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(close(fd) == 0);
+	return 0;
+}
+
+static int c_setid(void *arg)
+{
+	struct mnt *m = arg;
+	char src[PATH_MAX];
+
+	if (drop_privileges(NULL, 0))
+		return 1;
+	umask(0);
+	snprintf(src, sizeof(src), "%s", m->src);
+	if (c_setid_one(src, "n"))
+		return 1;
+	return c_setid_one(m->mnt, "m");
+}
+
+Test(posix_multiuser, setid_bits_are_cleared_and_kept_as_on_source)
+{
+	char n[64], m[64];
+	int diffs = 0;
+
+	make_tree();
+	setid_make("n");
+	setid_make("m");
+	run_child(c_setid);
+	cr_assert_eq(chown(src_path(&M, "pub/n_chownme"), 0, 0), 0);
+	cr_assert_eq(chown(mnt_path(&M, "pub/m_chownme"), 0, 0), 0);
+	for (size_t i = 0; i <= sizeof(setid_names) / sizeof(setid_names[0]); i++) {
+		bool sg = i == sizeof(setid_names) / sizeof(setid_names[0]);
+		struct stat sn, sm;
+
+		if (sg) {
+			snprintf(n, sizeof(n), "sg/n_c");
+			snprintf(m, sizeof(m), "sg/m_c");
+		} else {
+			snprintf(n, sizeof(n), "pub/n_%s", setid_names[i]);
+			snprintf(m, sizeof(m), "pub/m_%s", setid_names[i]);
+		}
+		sn = lstat_ok(src_path(&M, n));
+		sm = lstat_ok(src_path(&M, m));
+		cr_log_info("%-12s native %05o %d:%d, through the mount %05o %d:%d", n,
+			    sn.st_mode & 07777, (int)sn.st_uid, (int)sn.st_gid, sm.st_mode & 07777,
+			    (int)sm.st_uid, (int)sm.st_gid);
+		if ((sn.st_mode & 07777) != (sm.st_mode & 07777) || sn.st_uid != sm.st_uid ||
+		    sn.st_gid != sm.st_gid) {
+			fprintf(stderr, "posix_multiuser: %s differs: native %05o %d:%d, mount %05o "
+				"%d:%d\n", m, sn.st_mode & 07777, (int)sn.st_uid, (int)sn.st_gid,
+				sm.st_mode & 07777, (int)sm.st_uid, (int)sm.st_gid);
+			diffs++;
+		}
+	}
+	cr_assert_eq(diffs, 0, "%d set-id cases differ from SOURCE's own behaviour (above)",
+		     diffs);
+	/* and the native rules did act (else equality would prove little) */
+	cr_assert_eq(lstat_ok(src_path(&M, "pub/n_rootsuid")).st_mode & 06000, 0);
+	cr_assert_eq(lstat_ok(src_path(&M, "pub/n_chownme")).st_mode & 06000, 0);
+	mnt_cr_finish(&M);
+}
+
+/* --- ctl_access=owner: tenants do not see each other in the control directory ------------ */
+
+#define TENANT_COMM "tenant-secret"
+
+struct ctl_paths {
+	char dir[PATH_MAX];
+	char file[4][PATH_MAX]; /* queues, stat.json, groups/%2F/procs, metrics */
+};
+
+static int c_ctl_hidden(void *arg)
+{
+	const struct ctl_paths *p = arg;
+
+	if (drop_privileges(NULL, 0))
+		return 1;
+	for (size_t i = 0; i < 4; i++) {
+		errno = 0;
+		if (expect_errno(open(p->file[i], O_RDONLY), EACCES, p->file[i]))
+			return 1;
+	}
+	errno = 0;
+	if (expect_errno((long)(opendir(p->dir) ? 0 : -1), EACCES, "opendir .cfqfs"))
+		return 1;
+	return 0;
+}
+
+Test(posix_multiuser, ctl_access_owner_hides_other_tenants_process_names)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "allow_other,ctl_access=owner,direct_io", NULL };
+	static struct ctl_paths p;
+	static const char *const rel[] = { "queues", "stat.json", "groups/%2F/procs", "metrics" };
+	char buf[16384];
+	ssize_t n = -1;
+	pid_t tenant;
+
+	/* the suite's own mount is not needed here */
+	mnt_teardown(&M);
+	cr_assert_eq(mnt_setup(&m2, args), 0, "mount with ctl_access=owner");
+	cr_assert_eq(mnt_put(src_path(&m2, "data"), "tenant data", 11, 0644), 0);
+	tenant = fork();
+	cr_assert_geq(tenant, 0);
+	if (tenant == 0) {
+		char b[16];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, TENANT_COMM);
+		for (int i = 0; i < 2000; i++) { /* at most ~10 s, killed long before */
+			int fd = open(mnt_path(&m2, "data"), O_RDONLY);
+
+			if (fd >= 0) {
+				if (pread(fd, b, sizeof(b), 0) < 0)
+					_exit(2);
+				close(fd);
+			}
+			usleep(5000);
+		}
+		_exit(0);
+	}
+	/* root (the owner) sees the tenant's queue by name: there is something to hide */
+	for (int i = 0; i < 100; i++) {
+		n = mnt_get(mnt_path(&m2, ".cfqfs/queues"), buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, TENANT_COMM))
+				break;
+		}
+		usleep(50000);
+	}
+	cr_assert(n > 0 && strstr(buf, TENANT_COMM), "root does not see %s in queues:\n%s",
+		  TENANT_COMM, n > 0 ? buf : "(unreadable)");
+	snprintf(p.dir, sizeof(p.dir), "%s", mnt_path(&m2, ".cfqfs"));
+	for (size_t i = 0; i < 4; i++) {
+		char r[64];
+
+		snprintf(r, sizeof(r), ".cfqfs/%s", rel[i]);
+		snprintf(p.file[i], sizeof(p.file[i]), "%s", mnt_path(&m2, r));
+	}
+	int rc = mnt_fork_run(c_ctl_hidden, &p, 10000);
+
+	kill(tenant, SIGKILL);
+	waitpid(tenant, NULL, 0);
+	cr_assert_eq(rc, 0, "uid %d could read the control directory (see its stderr)", NOBODY);
+	mnt_cr_finish(&m2);
 }
