@@ -84,8 +84,7 @@ static void faultfs_start(void)
 	cr_assert_eq(mkdir(ff_mnt, 0755), 0);
 	/* stall_max is a safety net only: every test releases its stalls well before */
 	snprintf(o, sizeof(o), "allow_other,release=%s,stall_max=60", ff_release);
-	ff_pid = fork();
-	cr_assert_geq(ff_pid, 0, "fork: %s", strerror(errno));
+	ff_pid = fork(); /* no cr_ call before the child leaves: it would deadlock */
 	if (ff_pid == 0) {
 		int fd = open(ff_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
@@ -98,6 +97,7 @@ static void faultfs_start(void)
 		      (char *)NULL);
 		_exit(127);
 	}
+	cr_assert_geq(ff_pid, 0, "fork: %s", strerror(errno));
 	for (int i = 0; i < 200 && !mnt_is_fuse_mounted(ff_mnt); i++) {
 		int st;
 
@@ -343,9 +343,8 @@ Test(faults, eio_with_direct_io_counts_one_error_per_request)
 static pid_t spawn_reader(size_t slot, const char *comm, const char *path, uint32_t seed,
 			  size_t len)
 {
-	pid_t pid = fork();
+	pid_t pid = fork(); /* no cr_ call before the child leaves: it would deadlock */
 
-	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 	if (pid == 0) {
 		static char buf[STALL_LEN];
 		int fd;
@@ -366,6 +365,7 @@ static pid_t spawn_reader(size_t slot, const char *comm, const char *path, uint3
 				_exit(CH_EXIT_CORRUPT);
 		_exit(0);
 	}
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 	kids[slot] = pid;
 	return pid;
 }

@@ -498,8 +498,7 @@ Test(posix_multiuser, ctl_access_owner_hides_other_tenants_process_names)
 	mnt_teardown(&M);
 	cr_assert_eq(mnt_setup(&m2, args), 0, "mount with ctl_access=owner");
 	cr_assert_eq(mnt_put(src_path(&m2, "data"), "tenant data", 11, 0644), 0);
-	tenant = fork();
-	cr_assert_geq(tenant, 0);
+	tenant = fork(); /* no cr_ call before the child leaves: it would deadlock */
 	if (tenant == 0) {
 		char b[16];
 
@@ -517,6 +516,7 @@ Test(posix_multiuser, ctl_access_owner_hides_other_tenants_process_names)
 		}
 		_exit(0);
 	}
+	cr_assert_geq(tenant, 0);
 	/* root (the owner) sees the tenant's queue by name: there is something to hide */
 	for (int i = 0; i < 100; i++) {
 		n = mnt_get(mnt_path(&m2, ".cfqfs/queues"), buf, sizeof(buf) - 1);
