@@ -250,6 +250,18 @@ Test(limits, queue_limit_mb_bounds_buffered_write_data)
 		       64 << 10, 16);
 }
 
+/* SOURCE/files/f0..f(n-1), one byte each. */
+static void make_files(int n)
+{
+	char p[PATH_MAX + 32];
+
+	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "files/f%d", i);
+		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
+	}
+}
+
 /* Opens files/f0.. through the mount as cfqfs-hog and keeps them; exits with the number that
  * opened, and 200 + 1 if the first failure was not EMFILE. Also checks that an O_EXCL create
  * over the limit leaves no file (exit 250 if it does). */
@@ -298,13 +310,7 @@ static int open_victim(void *arg)
 
 Test(limits, open_limit_gives_emfile_to_the_hoarding_group_only)
 {
-	char p[PATH_MAX + 32];
-
-	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
-	for (int i = 0; i < OPEN_FILES; i++) {
-		snprintf(p, sizeof(p), "files/f%d", i);
-		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
-	}
+	make_files(OPEN_FILES);
 	char opts[64];
 	snprintf(opts, sizeof(opts), "open_limit=%d", OPEN_LIMIT);
 	wl_cr_mount(&m, conf_text, opts);
@@ -331,9 +337,8 @@ Test(limits, open_limit_gives_emfile_to_the_hoarding_group_only)
 
 /* Victim opens while the hog holds the maximum: a victim that is refused here means the limit
  * is not per group. */
-static int hold_and_signal(void *arg)
+static int hold_and_signal(int *pipefd)
 {
-	int *pipefd = arg;
 	char p[PATH_MAX + 32];
 	int n = 0;
 
@@ -352,40 +357,63 @@ static int hold_and_signal(void *arg)
 	return 0;
 }
 
+/*
+ * A hog process that opens files and holds them until told to go: fn(pipefd) runs in the
+ * child with pipefd[1] its report end and pipefd[2] its "go" end; the test reads `len` bytes
+ * of report with holder_report() and lets it leave with holder_finish().
+ */
+struct holder {
+	pid_t pid;
+	int fds[4]; /* [0..1]: hog -> test (report); [2..3]: test -> hog (go) */
+};
+
+static void holder_start(struct holder *h, int (*fn)(int *pipefd))
+{
+	cr_assert_eq(pipe(h->fds), 0);
+	cr_assert_eq(pipe(h->fds + 2), 0);
+	int args[3] = { h->fds[0], h->fds[1], h->fds[2] };
+	h->pid = fork(); /* no cr_ call before the child leaves: see start_hog */
+	if (h->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(fn(args));
+	}
+	cr_assert_neq(h->pid, -1);
+	close(h->fds[1]); /* so a hog that dies unreported gives end of file, not a hang */
+	h->fds[1] = -1;
+}
+
+static void holder_report(struct holder *h, void *buf, size_t len)
+{
+	cr_assert_eq(read(h->fds[0], buf, len), (ssize_t)len, "the hog died before reporting");
+}
+
+/* Lets the hog leave; returns its wait status. */
+static int holder_finish(struct holder *h)
+{
+	int st = 0;
+
+	cr_assert_eq(write(h->fds[3], "g", 1), 1);
+	cr_assert_eq(waitpid(h->pid, &st, 0), h->pid);
+	for (int i = 0; i < 4; i++)
+		if (h->fds[i] >= 0)
+			close(h->fds[i]);
+	return st;
+}
+
 Test(limits, open_limit_leaves_other_groups_alone_while_held)
 {
-	char p[PATH_MAX + 32];
-	int fds[4], n = -1;
+	struct holder h;
+	int n = -1;
 
-	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
-	for (int i = 0; i < OPEN_FILES; i++) {
-		snprintf(p, sizeof(p), "files/f%d", i);
-		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
-	}
+	make_files(OPEN_FILES);
 	wl_cr_mount(&m, conf_text, "open_limit=32");
 	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
-	cr_assert_eq(pipe(fds), 0);
-	cr_assert_eq(pipe(fds + 2), 0);
-	/* fds[0..1]: hog -> test (count); fds[2..3]: test -> hog (go). */
-	int args[3] = { fds[0], fds[1], fds[2] };
-	pid_t hog = fork(); /* no cr_ call before the child leaves: see start_hog */
-	if (hog == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(hold_and_signal(args));
-	}
-	cr_assert_neq(hog, -1);
-	close(fds[1]);
-	fds[1] = -1;
-	cr_assert_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+	holder_start(&h, hold_and_signal);
+	holder_report(&h, &n, sizeof(n));
 	cr_expect_eq(n, 32, "hog held %d files, want 32", n);
 	int vrc = mnt_fork_run(open_victim, NULL, 30000);
 	cr_expect_eq(vrc, 0, "victim refused while the hog holds its limit: %s", strerror(vrc));
-	cr_assert_eq(write(fds[3], "g", 1), 1);
-	int st;
-	cr_assert_eq(waitpid(hog, &st, 0), hog);
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	holder_finish(&h);
 	mnt_cr_finish(&m);
 }
 
@@ -397,9 +425,8 @@ Test(limits, open_limit_leaves_other_groups_alone_while_held)
  */
 #define MANY_OPENS 100000
 
-static int many_hog(void *arg)
+static int many_hog(int *pipefd)
 {
-	int *pipefd = arg;
 	struct rlimit rl = { .rlim_cur = MANY_OPENS + 64, .rlim_max = MANY_OPENS + 64 };
 	int n = 0, e = 0;
 	char c;
@@ -427,29 +454,14 @@ static int many_hog(void *arg)
 
 Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 {
-	char p[PATH_MAX + 32];
-	int fds[4], report[2] = { -1, 0 }, st;
+	struct holder h;
+	int report[2] = { -1, 0 };
 
-	cr_assert_eq(mkdir(src_path(&m, "files"), 0755), 0);
-	for (int i = 0; i < 10; i++) {
-		snprintf(p, sizeof(p), "files/f%d", i);
-		cr_assert_eq(mnt_put(src_path(&m, p), "x", 1, 0644), 0);
-	}
+	make_files(10);
 	wl_cr_mount(&m, conf_text, NULL);
 	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
-	cr_assert_eq(pipe(fds), 0);
-	cr_assert_eq(pipe(fds + 2), 0);
-	int args[3] = { fds[0], fds[1], fds[2] };
-	pid_t hog = fork(); /* no cr_ call before the child leaves: see start_hog */
-	if (hog == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(many_hog(args));
-	}
-	cr_assert_neq(hog, -1);
-	close(fds[1]); /* so a hog that dies unreported gives end of file, not a hang */
-	fds[1] = -1;
-	cr_assert_eq(read(fds[0], report, sizeof(report)), (ssize_t)sizeof(report),
-		     "the hog died before reporting");
+	holder_start(&h, many_hog);
+	holder_report(&h, report, sizeof(report));
 	long hwm = ch_status_kb(m.pid, "VmHWM");
 	int vrc = mnt_fork_run(open_victim, NULL, 60000);
 	cr_log_info("hog opened %d files (%s); daemon VmHWM %ld KiB; victim: %s", report[0],
@@ -459,11 +471,7 @@ Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 		  strerror(report[1]), MANY_OPENS);
 	cr_expect_eq(vrc, 0, "the victim group could not open while the hog held %d files: %s",
 		     report[0], strerror(vrc));
-	cr_assert_eq(write(fds[3], "g", 1), 1);
-	cr_assert_eq(waitpid(hog, &st, 0), hog);
+	int st = holder_finish(&h);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "hog status %#x", st);
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
 	mnt_cr_finish(&m);
 }
