@@ -1054,7 +1054,8 @@ int ctl_parse_value(const char *buf, size_t size, int64_t *out)
 
 	if (size && buf[size - 1] == '\n')
 		size--;
-	if (size == 0 || size >= sizeof(tmp))
+	/* strtoll would stop at a NUL and take "5\0junk" for 5 */
+	if (size == 0 || size >= sizeof(tmp) || memchr(buf, '\0', size))
 		return -EINVAL;
 	memcpy(tmp, buf, size);
 	tmp[size] = '\0';

@@ -133,7 +133,7 @@ void ctl_unescape_field(char *s);
 int ctl_parse_policy(const char *buf, size_t size, enum sched_policy *out);
 /*
  * iosched/TUNABLE: a strict decimal (optional sign, then digits; at most 31 bytes; no
- * blank or other byte). Returns 0 and sets *out, or -EINVAL (also on overflow). The range
+ * blank, NUL or other byte). Returns 0 and sets *out, or -EINVAL (also on overflow). The range
  * is the scheduler's to check (sched_tunable_set).
  */
 int ctl_parse_value(const char *buf, size_t size, int64_t *out);
