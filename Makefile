@@ -69,7 +69,7 @@ tsan: test
 # in tests/fuzz/corpus are only read). A crash stops the run and leaves
 # crash-* in build-fuzz/artifacts/<target>/. Known third-party leaks: tests/fuzz/lsan.supp.
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= cgroup_parse stat_parse weight_parse rules config
+FUZZ_TARGETS ?= cgroup_parse stat_parse weight_parse rules config ctl_write
 fuzz: deps-fuzz
 	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCFQFS_FUZZ=ON \
 		-DCFQFS_BENCH=OFF
