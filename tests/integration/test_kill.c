@@ -7,8 +7,9 @@
  *   - .cfqfs/io.stat shows queued=0 in every group after a short settle (the killed clients'
  *     requests were answered or dropped, not left in a queue);
  *   - every write a writer had fsync()ed and reported through its pipe is intact in SOURCE;
- *   - the killed clients' queues leave .cfqfs/queues (released once their requests are
- *     answered and CFQ stops idling on them; groups are never removed, so they are not checked);
+ *   - the killed clients' (sync) queues leave .cfqfs/queues (released once their requests are
+ *     answered and CFQ stops idling on them; async queues are shared per group, class and
+ *     level, and groups are never removed, so neither is checked);
  *   - the daemon exits 0 at unmount (mnt_cr_finish).
  * The daemon's VmRSS is logged before and after the rounds (cr_log_info).
  */

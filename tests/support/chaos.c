@@ -284,7 +284,9 @@ int ch_queues_count(const char *text, const pid_t *pids, unsigned n, unsigned *r
 		char *end;
 		long pid = strtol(l, &end, 10);
 
-		if (len) {
+		if (len && l[0] == '-' && l[1] == ' ') {
+			nr++; /* a shared async queue: no process of its own */
+		} else if (len) {
 			if (end == l || *end != ' ' || pid < 0)
 				return -EINVAL;
 			nr++;
