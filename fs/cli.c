@@ -447,64 +447,30 @@ static int cmd_stat(int argc, char **argv)
 /* ---------------------------------------------------------------------------------------- */
 /* set                                                                                       */
 
-static bool is_tunable_name(const char *s, size_t n)
-{
-	if (n == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return false;
-	return true;
-}
-
 static int set_one(const char *ctl, const char *arg)
 {
-	char path[PATH_MAX], key[NAME_MAX + 1];
-	const char *eq, *value, *what;
-	int rc;
+	char path[PATH_MAX], file[CTL_SET_FILE_MAX];
+	const char *value = NULL;
+	int kind, rc;
 
-	if (!strncmp(arg, "weight:", 7)) {
-		char group[PATH_MAX], dir[NAME_MAX + 1];
-		size_t gl;
-
-		eq = strrchr(arg, '=');
-		gl = eq ? (size_t)(eq - arg - 7) : 0;
-		if (!eq || gl == 0 || gl >= sizeof(group)) {
-			fprintf(stderr, "cfqfs set: %s: expected weight:GROUP=N\n", arg);
-			return 2;
-		}
-		memcpy(group, arg + 7, gl);
-		group[gl] = '\0';
-		if (ctl_group_dirname(group, dir, sizeof(dir)) < 0) {
-			fprintf(stderr, "cfqfs set: %s: group name too long\n", arg);
-			return 2;
-		}
-		if (!mkpath(path, sizeof(path), ctl, "/groups/", dir) ||
-		    !mkpath(path, sizeof(path), path, "/weight", NULL)) {
-			fprintf(stderr, "cfqfs set: %s: path too long\n", arg);
-			return 2;
-		}
-		value = eq + 1;
-		what = "group";
-	} else {
-		eq = strchr(arg, '=');
-		if (!eq || !is_tunable_name(arg, (size_t)(eq - arg)) ||
-		    (size_t)(eq - arg) >= sizeof(key)) {
-			fprintf(stderr,
-				"cfqfs set: %s: expected scheduler=NAME, TUNABLE=N or weight:GROUP=N\n",
-				arg);
-			return 2;
-		}
-		memcpy(key, arg, (size_t)(eq - arg));
-		key[eq - arg] = '\0';
-		value = eq + 1;
-		if (!strcmp(key, "scheduler")) {
-			mkpath(path, sizeof(path), ctl, "/scheduler", NULL);
-			what = "scheduler";
-		} else {
-			mkpath(path, sizeof(path), ctl, "/iosched/", key);
-			what = "tunable";
-		}
+	kind = ctl_parse_set_arg(arg, file, sizeof(file), &value);
+	if (kind == -EINVAL && !strncmp(arg, "weight:", 7)) {
+		fprintf(stderr, "cfqfs set: %s: expected weight:GROUP=N\n", arg);
+		return 2;
+	}
+	if (kind == -EINVAL) {
+		fprintf(stderr, "cfqfs set: %s: expected scheduler=NAME, TUNABLE=N or weight:GROUP=N\n",
+			arg);
+		return 2;
+	}
+	if (kind < 0) {
+		fprintf(stderr, "cfqfs set: %s: group name too long\n", arg);
+		return 2;
+	}
+	/* find_ctl() left room for every file ctl_parse_set_arg() names */
+	if (!mkpath(path, sizeof(path), ctl, "/", file)) {
+		fprintf(stderr, "cfqfs set: %s: path too long\n", arg);
+		return 2;
 	}
 	rc = write_value(path, value);
 	if (rc == 0)
@@ -512,10 +478,10 @@ static int set_one(const char *ctl, const char *arg)
 	switch (rc) {
 	case -EINVAL:
 		fprintf(stderr, "cfqfs set: %s: invalid value (out of range or not a %s)\n", arg,
-			!strcmp(what, "scheduler") ? "scheduler name" : "number");
+			kind == CTL_SET_SCHEDULER ? "scheduler name" : "number");
 		break;
 	case -ENOENT:
-		if (!strcmp(what, "group"))
+		if (kind == CTL_SET_WEIGHT)
 			fprintf(stderr, "cfqfs set: %s: no such group (names as in io.stat)\n", arg);
 		else
 			fprintf(stderr, "cfqfs set: %s: not a tunable of the active scheduler\n",

@@ -1047,15 +1047,15 @@ static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 /* ---------------------------------------------------------------------------------------- */
 /* Writes                                                                                    */
 
-/* Strict decimal: optional sign, digits, at most one trailing newline. */
-static int parse_int(const char *buf, size_t size, int64_t *out)
+int ctl_parse_value(const char *buf, size_t size, int64_t *out)
 {
 	char tmp[32], *end;
 	long long v;
 
 	if (size && buf[size - 1] == '\n')
 		size--;
-	if (size == 0 || size >= sizeof(tmp))
+	/* strtoll would stop at a NUL and take "5\0junk" for 5 */
+	if (size == 0 || size >= sizeof(tmp) || memchr(buf, '\0', size))
 		return -EINVAL;
 	memcpy(tmp, buf, size);
 	tmp[size] = '\0';
@@ -1067,6 +1067,85 @@ static int parse_int(const char *buf, size_t size, int64_t *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int ctl_parse_policy(const char *buf, size_t size, enum sched_policy *out)
+{
+	char name[32];
+
+	if (size && buf[size - 1] == '\n')
+		size--;
+	if (size == 0 || size >= sizeof(name) || memchr(buf, '\0', size))
+		return -EINVAL;
+	memcpy(name, buf, size);
+	name[size] = '\0';
+	return sched_policy_parse(name, out) < 0 ? -EINVAL : 0;
+}
+
+int ctl_parse_weight(const char *buf, size_t size, uint32_t *out)
+{
+	int64_t v;
+
+	if (ctl_parse_value(buf, size, &v) != 0 || v < SCHED_WEIGHT_MIN || v > SCHED_WEIGHT_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static bool is_tunable_name(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+/* a + b + c into buf; false (buf unspecified) if it does not fit. */
+static bool join3(char *buf, size_t size, const char *a, const char *b, size_t lb, const char *c)
+{
+	size_t la = strlen(a), lc = strlen(c);
+
+	if (la + lb + lc >= size)
+		return false;
+	memcpy(buf, a, la);
+	memcpy(buf + la, b, lb);
+	memcpy(buf + la + lb, c, lc);
+	buf[la + lb + lc] = '\0';
+	return true;
+}
+
+int ctl_parse_set_arg(const char *arg, char *file, size_t size, const char **value)
+{
+	const char *eq;
+	size_t kl;
+
+	if (!strncmp(arg, "weight:", 7)) {
+		char group[PATH_MAX], dir[NAME_MAX + 1];
+		size_t gl;
+		int n;
+
+		eq = strrchr(arg, '=');
+		gl = eq ? (size_t)(eq - arg - 7) : 0;
+		if (!eq || gl == 0 || gl >= sizeof(group))
+			return -EINVAL;
+		memcpy(group, arg + 7, gl);
+		group[gl] = '\0';
+		n = ctl_group_dirname(group, dir, sizeof(dir));
+		if (n < 0 || !join3(file, size, "groups/", dir, (size_t)n, "/weight"))
+			return -ENAMETOOLONG;
+		*value = eq + 1;
+		return CTL_SET_WEIGHT;
+	}
+	eq = strchr(arg, '=');
+	kl = eq ? (size_t)(eq - arg) : 0;
+	if (!eq || !is_tunable_name(arg, kl) || kl > NAME_MAX)
+		return -EINVAL;
+	*value = eq + 1;
+	if (kl == 9 && !memcmp(arg, "scheduler", 9))
+		return join3(file, size, "", arg, kl, "") ? CTL_SET_SCHEDULER : -ENAMETOOLONG;
+	return join3(file, size, "iosched/", arg, kl, "") ? CTL_SET_TUNABLE : -ENAMETOOLONG;
 }
 
 struct switch_args {
@@ -1102,24 +1181,18 @@ static int do_tunable(void *arg, struct sched *sd)
 static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf, size_t size)
 {
 	int64_t v;
+	uint32_t w;
 	int rc;
 
 	switch (k) {
 	case K_SCHEDULER: {
-		char name[32];
 		struct switch_args a;
 
-		if (size && buf[size - 1] == '\n')
-			size--;
-		if (size == 0 || size >= sizeof(name) || memchr(buf, '\0', size))
-			return -EINVAL;
-		memcpy(name, buf, size);
-		name[size] = '\0';
-		if (sched_policy_parse(name, &a.policy) < 0)
+		if (ctl_parse_policy(buf, size, &a.policy) < 0)
 			return -EINVAL;
 		rc = exec_with_sched(c->ex, do_switch, &a);
 		if (rc == 0)
-			LOG_INFO("control: scheduler switched to %s", name);
+			LOG_INFO("control: scheduler switched to %s", sched_policy_name(a.policy));
 		return rc;
 	}
 	case K_TUNABLE: {
@@ -1127,7 +1200,7 @@ static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf
 
 		if (arg >= c->nr_tun_names)
 			return -ENOENT;
-		rc = parse_int(buf, size, &v);
+		rc = ctl_parse_value(buf, size, &v);
 		if (rc)
 			return rc;
 		a.name = c->tun_names[arg];
@@ -1142,20 +1215,18 @@ static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf
 		struct snap s;
 		const struct snap_group *g;
 
-		rc = parse_int(buf, size, &v);
+		rc = ctl_parse_weight(buf, size, &w);
 		if (rc)
 			return rc;
-		if (v < SCHED_WEIGHT_MIN || v > SCHED_WEIGHT_MAX)
-			return -EINVAL;
 		if (!c->groups)
 			return -EINVAL; /* no registry: the root weight is fixed */
 		rc = groups_only(c, &s);
 		if (rc)
 			return rc;
 		g = snap_group_by_id(&s, arg);
-		rc = g ? grp_set_weight(c->groups, g->name, (uint32_t)v) : -ENOENT;
+		rc = g ? grp_set_weight(c->groups, g->name, w) : -ENOENT;
 		if (rc == 0)
-			LOG_INFO("control: group %s weight = %" PRId64, g->name, v);
+			LOG_INFO("control: group %s weight = %" PRIu32, g->name, w);
 		snap_free(&s);
 		return rc;
 	}

@@ -51,8 +51,11 @@
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "sched.h"
 
 struct executor;
 struct grp_registry;
@@ -120,5 +123,40 @@ int ctl_group_dirname(const char *group, char *buf, size_t size);
 int ctl_escape_field(const char *s, char *buf, size_t size);
 /* Reverses ctl_escape_field in place. Cannot fail. */
 void ctl_unescape_field(char *s);
+
+/*
+ * Parsers of the text written to the control files (and of `cfqfs set` arguments). Pure: no
+ * state, no lock, any thread. `buf` holds one write(2)'s bytes, not NUL-terminated; at most
+ * one trailing newline is trimmed. On failure the out-parameter is unchanged.
+ */
+/* scheduler: a policy name, exactly. Returns 0 and sets *out, or -EINVAL. */
+int ctl_parse_policy(const char *buf, size_t size, enum sched_policy *out);
+/*
+ * iosched/TUNABLE: a strict decimal (optional sign, then digits; at most 31 bytes; no
+ * blank, NUL or other byte). Returns 0 and sets *out, or -EINVAL (also on overflow). The range
+ * is the scheduler's to check (sched_tunable_set).
+ */
+int ctl_parse_value(const char *buf, size_t size, int64_t *out);
+/* groups/DIR/weight: a strict decimal in [SCHED_WEIGHT_MIN, SCHED_WEIGHT_MAX]. Returns 0 and
+ * sets *out, or -EINVAL. */
+int ctl_parse_weight(const char *buf, size_t size, uint32_t *out);
+
+/* What a `cfqfs set` argument writes to (the return value of ctl_parse_set_arg). */
+enum ctl_set_kind {
+	CTL_SET_SCHEDULER, /* "scheduler=NAME" -> "scheduler" */
+	CTL_SET_TUNABLE,   /* "TUNABLE=N" (TUNABLE of [a-z0-9_]) -> "iosched/TUNABLE" */
+	CTL_SET_WEIGHT,	   /* "weight:GROUP=N" (GROUP up to the last '=') -> "groups/DIR/weight" */
+};
+/* Room for the longest file ctl_parse_set_arg names: "groups/" + NAME_MAX + "/weight". */
+#define CTL_SET_FILE_MAX (NAME_MAX + 16)
+/*
+ * Parses one `cfqfs set` argument (NUL-terminated). Writes the control file it names, relative
+ * to the control directory, into file (size >= CTL_SET_FILE_MAX always fits) and points *value
+ * into arg at the value to write (borrowed from arg; the value itself is not checked here: the
+ * control file's parser does that). Returns the enum ctl_set_kind, -EINVAL for a malformed
+ * argument, or -ENAMETOOLONG when GROUP's directory name exceeds NAME_MAX or the result does
+ * not fit in size. file and *value are unspecified on failure.
+ */
+int ctl_parse_set_arg(const char *arg, char *file, size_t size, const char **value);
 
 #endif /* CFQFS_CTL_H */

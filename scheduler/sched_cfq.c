@@ -1177,6 +1177,15 @@ static void cfq_complete(struct sched *sd, struct sched_rq *rq, sched_ns now)
 			slice_expired(sd, true, now);
 		else if (sync && empty)
 			arm_slice_timer(sd, now);
+		/*
+		 * Nothing queued anywhere, nothing in flight, no idle timer: no event would ever
+		 * end this slice, so the queue stayed active (and listed in .cfqfs/queues) until
+		 * the next arrival, however late, even after its process exited. The kernel ends
+		 * it when the io context goes away (cfq_exit_cfqq); the daemon sees no exits.
+		 */
+		if (cd->active == q && empty && !q->cfq.dispatched && !cd->rq_queued &&
+		    !cd->rq_in_driver && cd->idle_timer == SCHED_NS_NEVER)
+			slice_expired(sd, false, now);
 	}
 }
 

@@ -1028,6 +1028,15 @@ Test(ctl, group_weight_is_writable_and_validated)
 	cr_assert_eq(put(ctl("groups/%2F/weight"), "5\n"), -EINVAL);
 	cr_assert_eq(put(ctl("groups/%2F/weight"), "1001\n"), -EINVAL);
 	cr_assert_eq(put(ctl("groups/%2F/weight"), "abc\n"), -EINVAL);
+	/* a NUL inside the number (found by fuzz_ctl_write): strtoll alone stopped at it */
+	int fd = open(ctl("groups/%2F/weight"), O_WRONLY);
+	cr_assert(fd >= 0);
+	MNT_EXPECT_ERRNO(write(fd, "300\0x\n", 6), EINVAL);
+	close(fd);
+	fd = open(ctl("iosched/quantum"), O_WRONLY);
+	cr_assert(fd >= 0);
+	MNT_EXPECT_ERRNO(write(fd, "4\0", 2), EINVAL);
+	close(fd);
 	cr_assert_eq(read_int(ctl("groups/%2F/weight")), 200);
 	MNT_EXPECT_OK(put(ctl("groups/%2F/weight"), "10"));
 	cr_assert_eq(read_int(ctl("groups/%2F/weight")), 10);

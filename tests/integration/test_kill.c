@@ -7,6 +7,9 @@
  *   - .cfqfs/io.stat shows queued=0 in every group after a short settle (the killed clients'
  *     requests were answered or dropped, not left in a queue);
  *   - every write a writer had fsync()ed and reported through its pipe is intact in SOURCE;
+ *   - the killed clients' (sync) queues leave .cfqfs/queues (released once their requests are
+ *     answered and CFQ stops idling on them; async queues are shared per group, class and
+ *     level, and groups are never removed, so neither is checked);
  *   - the daemon exits 0 at unmount (mnt_cr_finish).
  * The daemon's VmRSS is logged before and after the rounds (cr_log_info).
  */
@@ -82,6 +85,37 @@ static void expect_queues_drained(const char *when)
 	}
 	cr_assert_eq(q, 0, "%s: %llu request(s) still queued across %u group(s) after 3 s", when,
 		     (unsigned long long)q, groups);
+}
+
+/*
+ * Polls .cfqfs/queues up to 5 s (a sanitizer daemon on a loaded host is slow) until no row
+ * belongs to a killed client; fails with the last text otherwise.
+ */
+static void expect_queues_gone(const struct ch_client *cl, unsigned n, unsigned round)
+{
+	static char text[1 << 16];
+	pid_t pids[MAX_CLIENTS], first = 0;
+	unsigned rows = 0;
+	int left = 0;
+	double t0 = ch_now();
+
+	for (unsigned i = 0; i < n; i++)
+		pids[i] = cl[i].pid;
+	for (int i = 0; i < 100; i++) {
+		ssize_t len = mnt_get(mnt_path(&M, ".cfqfs/queues"), text, sizeof(text) - 1);
+
+		cr_assert_geq(len, 0, "read queues: %s", strerror((int)-len));
+		text[len] = '\0';
+		left = ch_queues_count(text, pids, n, &rows, &first);
+		cr_assert_geq(left, 0, "queues unparsable:\n%s", text);
+		if (left == 0)
+			break;
+		usleep(50000);
+	}
+	cr_assert_eq(left, 0, "round %u: %d queue(s) of killed clients (pid %d first) still in "
+		     "queues 5 s after they were reaped:\n%s", round, left, (int)first, text);
+	fprintf(stderr, "kill: round %u: killed clients' queues gone after %.2f s (%u row(s) "
+		"left)\n", round, ch_now() - t0, rows);
 }
 
 /* A fresh reader through the mount sees all of big, correctly. */
@@ -171,6 +205,7 @@ static uint64_t round_kill(unsigned round, unsigned nr_readers, unsigned nr_writ
 			*acks += cl[i].nr_acks;
 	}
 	expect_acked_in_source(cl, n, round);
+	expect_queues_gone(cl, n, round);
 	return max_q;
 }
 

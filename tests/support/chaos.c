@@ -278,6 +278,42 @@ int ch_iostat_queued(const char *text, unsigned *groups, uint64_t *queued)
 	return ch_iostat_sum(text, "queued", groups, queued);
 }
 
+int ch_queues_count(const char *text, const pid_t *pids, unsigned n, unsigned *rows,
+		    pid_t *first)
+{
+	const char *l = strchr(text, '\n');
+	unsigned nr = 0;
+	int hits = 0;
+
+	if (strncmp(text, "pid ", 4) != 0 || !l)
+		return -EINVAL;
+	*first = 0;
+	for (l++; *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+		char *end;
+		long pid = strtol(l, &end, 10);
+
+		if (len && l[0] == '-' && l[1] == ' ') {
+			nr++; /* a shared async queue: no process of its own */
+		} else if (len) {
+			if (end == l || *end != ' ' || pid < 0)
+				return -EINVAL;
+			nr++;
+			for (unsigned i = 0; i < n; i++) {
+				if (pids[i] == (pid_t)pid) {
+					if (hits++ == 0)
+						*first = (pid_t)pid;
+					break;
+				}
+			}
+		}
+		l += len + (eol ? 1 : 0);
+	}
+	*rows = nr;
+	return hits;
+}
+
 long ch_status_kb(pid_t pid, const char *name)
 {
 	char path[64], line[256];

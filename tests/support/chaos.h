@@ -81,6 +81,16 @@ int ch_iostat_queued(const char *text, unsigned *groups, uint64_t *queued);
 /* Field `name` ("VmRSS", "VmHWM", ...) of /proc/PID/status [KiB], or -errno (-ENOENT: no such
  * field). */
 long ch_status_kb(pid_t pid, const char *name);
+/*
+ * Parses a .cfqfs/queues text (a header line, then one row per live queue, pid first: the
+ * queue key, 0 for requests without a caller, "-" for an async queue, which CFQ shares per
+ * group, class and level). Sets *rows to the number of rows and returns how many of them
+ * belong to one of pids[0..n); *first is set to the first such pid (0 if none). Returns
+ * -EINVAL if the header is missing or a row starts with neither a pid nor "-".
+ */
+int ch_queues_count(const char *text, const pid_t *pids, unsigned n, unsigned *rows,
+		    pid_t *first);
+
 /* VmRSS of `pid` from /proc/PID/status [KiB], or -errno. */
 long ch_vmrss_kb(pid_t pid);
 

@@ -788,6 +788,46 @@ Test(sched_core, foreach_queue_in_key_order)
 	sched_destroy(sd);
 }
 
+/*
+ * With no idling (slice_idle = group_idle = 0), the active queue whose last request completes
+ * while nothing else is queued or in flight must be released at once: no later event would
+ * end its slice, so it stayed live (listed in .cfqfs/queues) even after its process exited.
+ */
+Test(sched_core, cfq_lone_queue_is_released_when_its_last_request_completes)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq r[2], *rq;
+	struct sched_info info;
+
+	cr_assert_eq(sched_tunable_set(sd, "slice_idle", 0), 0);
+	cr_assert_eq(sched_tunable_set(sd, "group_idle", 0), 0);
+	for (int i = 0; i < 2; i++)
+		mk(&r[i], 7, 0, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 1, (uint64_t)i * MIB,
+		   4 * KIB);
+	enq(sd, &r[0], 1 * MS);
+	enq(sd, &r[1], 1 * MS);
+	rq = disp(sd, 2 * MS);
+	cr_assert_eq(rq, &r[0]);
+	done(sd, rq, 3 * MS);
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.nr_queues, 1, "a queue with a request left must stay live");
+	rq = disp(sd, 4 * MS);
+	cr_assert_eq(rq, &r[1]);
+	done(sd, rq, 5 * MS);
+	cr_assert_eq(sched_next_event(sd), SCHED_NS_NEVER);
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.nr_queues, 0, "the idle queue is still live (%llu live queues)",
+		     (unsigned long long)info.nr_queues);
+	/* the same process coming back gets its queue again */
+	enq(sd, &r[0], 10 * MS);
+	rq = disp(sd, 10 * MS);
+	cr_assert_eq(rq, &r[0]);
+	done(sd, rq, 11 * MS);
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.nr_queues, 0);
+	sched_destroy(sd);
+}
+
 Test(sched_core, hist_buckets_and_percentiles)
 {
 	struct sched_hist h;
