@@ -141,7 +141,7 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	pthread_rwlock_unlock(&c->lock);
 	if (r < 0)
 		return false;
-	r = grp_resolve(c->groups, res.group, res.weight, &id);
+	r = grp_resolve(c->groups, res.group, res.weight, clk_now(), &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
 	grp_note_pid(c->groups, id, res.tgid, clk_now());

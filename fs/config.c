@@ -46,6 +46,7 @@ void cfg_defaults(struct cfqfs_config *c)
 	c->queue_limit = 4096;
 	c->queue_limit_mb = 256;
 	c->open_limit = 0;
+	c->group_expire_ms = 60000;
 	c->queue_by = CG_QUEUE_BY_PROCESS;
 	c->group_by = CG_GROUP_BY_CGROUP;
 	c->cgroup_line = CG_SELECT_AUTO;
@@ -280,6 +281,11 @@ static int set_open_limit(struct cfqfs_config *c, const char *v, char *err, size
 	return set_u32(&c->open_limit, 0, 1 << 30, v, err, errlen);
 }
 
+static int set_group_expire_ms(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	return set_u32(&c->group_expire_ms, 0, 86400000, v, err, errlen);
+}
+
 /* "device": none, hdd, ssd, raid:N, ssd:N. Selecting a model resets its parameters. */
 static int set_device(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
 {
@@ -371,6 +377,7 @@ static const struct {
 	{ "queue_limit", set_queue_limit },
 	{ "queue_limit_mb", set_queue_limit_mb },
 	{ "open_limit", set_open_limit },
+	{ "group_expire_ms", set_group_expire_ms },
 	{ "rotational", set_rotational },
 	{ "ctl_dir", set_ctl_dir },
 	{ "ctl_access", set_ctl_access },

@@ -544,6 +544,7 @@ static int groups_only(struct ctl *c, struct snap *s)
 
 	memset(s, 0, sizeof(*s));
 	if (c->groups) {
+		grp_expire(c->groups, clk_now()); /* listings show expired groups gone */
 		grp_foreach(c->groups, copy_group, &gc);
 	} else {
 		struct grp_info root = { .name = "/", .id = SCHED_ROOT_GROUP,

@@ -477,6 +477,11 @@ static void submit(struct executor *ex, struct exec_req *er)
 	fuse_req_interrupt_func(er->req, on_interrupt, er);
 	pthread_mutex_lock(&ex->lock);
 	sched_ns now = clk_now();
+	/* The group may have expired between classification and now (groups.h,
+	 * grp_set_expiry; an open file's opener tag keeps its id): charge the root instead of
+	 * failing the request. */
+	if (sched_group_get(ex->sd, er->rq.group, NULL, NULL, NULL) < 0)
+		er->rq.group = SCHED_ROOT_GROUP;
 	err = ex->stopping ? -ESHUTDOWN : charge(ex, er, now, &warn);
 	if (err == 0)
 		err = sched_enqueue(ex->sd, &er->rq, now);

@@ -28,6 +28,10 @@ struct grp_entry {
 	uint32_t parent;  /* scheduler group id of the parent */
 	uint32_t weight;  /* [weight units] current */
 	bool pinned;	  /* weight set by an administrator */
+	bool dead;	  /* removed from the scheduler; dropped at the next compaction */
+	uint32_t children; /* live entries whose parent this is */
+	uint32_t refs;	  /* open files charged to it (grp_ref) */
+	uint64_t last_used; /* [ns, clk_now] last grp_resolve or grp_note_pid of it */
 	struct grp_proc procs[GRP_PROCS_MAX]; /* recently classified processes, unordered */
 };
 
@@ -45,6 +49,8 @@ struct grp_registry {
 	size_t nr_slots;	  /* protected by lock; power of two */
 	int32_t *by_id;		  /* scheduler group id -> entry index, -1: none; by lock */
 	size_t nr_by_id;	  /* entries in by_id; protected by lock */
+	uint64_t expire;	  /* [ns] idle time after which a group goes; 0 never; by lock */
+	uint64_t last_sweep;	  /* [ns] last expiry pass; protected by lock */
 };
 
 static int32_t find(const struct grp_registry *r, const char *name, uint64_t h)
@@ -55,7 +61,8 @@ static int32_t find(const struct grp_registry *r, const char *name, uint64_t h)
 		int32_t e = r->slots[i];
 		if (e < 0)
 			return -1;
-		if (r->entries[e].hash == h && !strcmp(r->entries[e].name, name))
+		if (r->entries[e].hash == h && !r->entries[e].dead &&
+		    !strcmp(r->entries[e].name, name))
 			return e;
 	}
 }
@@ -69,6 +76,8 @@ static int rehash(struct grp_registry *r, size_t nr_slots)
 	for (size_t i = 0; i < nr_slots; i++)
 		slots[i] = -1;
 	for (size_t e = 0; e < r->nr; e++) {
+		if (r->entries[e].dead)
+			continue;
 		size_t i = r->entries[e].hash & (nr_slots - 1);
 		while (slots[i] >= 0)
 			i = (i + 1) & (nr_slots - 1);
@@ -82,7 +91,7 @@ static int rehash(struct grp_registry *r, size_t nr_slots)
 
 /* Appends an entry (the scheduler group already exists). Called with r->lock held. */
 static int add_entry(struct grp_registry *r, const char *name, uint32_t id, uint32_t parent,
-		     uint32_t weight)
+		     uint32_t weight, uint64_t now)
 {
 	struct grp_entry *e;
 
@@ -119,7 +128,13 @@ static int add_entry(struct grp_registry *r, const char *name, uint32_t id, uint
 	e->parent = parent;
 	e->weight = weight;
 	e->pinned = false;
+	e->dead = false;
+	e->children = 0;
+	e->refs = 0;
+	e->last_used = now;
 	memset(e->procs, 0, sizeof(e->procs));
+	if (parent != id && parent < r->nr_by_id && r->by_id[parent] >= 0)
+		r->entries[r->by_id[parent]].children++;
 	r->by_id[id] = (int32_t)r->nr;
 	r->nr++;
 	size_t i = e->hash & (r->nr_slots - 1);
@@ -151,6 +166,115 @@ static int do_set_weight(void *arg, struct sched *sd)
 	return sched_group_set_weight(sd, a->id, a->weight, a->weight);
 }
 
+static int do_remove(void *arg, struct sched *sd)
+{
+	return sched_group_remove(sd, *(const uint32_t *)arg);
+}
+
+/* Drops dead entries from the array and rebuilds the id map and the hash. Called with r->lock
+ * held. Cannot fail: the arrays only shrink in use. */
+static void compact(struct grp_registry *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nr_by_id; i++)
+		r->by_id[i] = -1;
+	for (size_t i = 0; i < r->nr; i++) {
+		if (r->entries[i].dead) {
+			free(r->entries[i].name);
+			continue;
+		}
+		if (n != i)
+			r->entries[n] = r->entries[i];
+		r->by_id[r->entries[n].id] = (int32_t)n;
+		n++;
+	}
+	r->nr = n;
+	/* Same size: rehash only fails allocating, and then the old table (which still finds
+	 * every live entry, dead ones being skipped by find) stays. */
+	if (rehash(r, r->nr_slots) < 0) {
+		int32_t *slots = r->slots;
+		for (size_t i = 0; i < r->nr_slots; i++)
+			slots[i] = -1;
+		for (size_t e = 0; e < r->nr; e++) {
+			size_t i = r->entries[e].hash & (r->nr_slots - 1);
+			while (slots[i] >= 0)
+				i = (i + 1) & (r->nr_slots - 1);
+			slots[i] = (int32_t)e;
+		}
+	}
+}
+
+/*
+ * Removes the groups unused for r->expire at `now`, leaves first (children are created after
+ * their parents, so a backwards pass meets them first). Runs at most every expire/4 unless
+ * `force`. The scheduler refuses (-EBUSY) a group with requests queued or in flight; such a
+ * group stays. Called with r->lock held. Returns the number removed.
+ */
+static int sweep(struct grp_registry *r, uint64_t now, bool force)
+{
+	int removed = 0;
+
+	if (!r->expire || (!force && now - r->last_sweep < r->expire / 4))
+		return 0;
+	r->last_sweep = now;
+	for (size_t i = r->nr; i-- > 1;) {
+		struct grp_entry *g = &r->entries[i];
+		uint32_t id = g->id;
+
+		if (g->dead || g->pinned || g->refs || g->children ||
+		    now - g->last_used < r->expire || (int64_t)(now - g->last_used) < 0)
+			continue;
+		if (exec_with_sched(r->ex, do_remove, &id) != 0)
+			continue;
+		g->dead = true;
+		if (g->parent < r->nr_by_id && r->by_id[g->parent] >= 0)
+			r->entries[r->by_id[g->parent]].children--;
+		removed++;
+	}
+	if (removed)
+		compact(r);
+	return removed;
+}
+
+void grp_set_expiry(struct grp_registry *r, uint64_t idle)
+{
+	pthread_mutex_lock(&r->lock);
+	r->expire = idle;
+	pthread_mutex_unlock(&r->lock);
+}
+
+int grp_expire(struct grp_registry *r, uint64_t now)
+{
+	int n;
+
+	pthread_mutex_lock(&r->lock);
+	n = sweep(r, now, true);
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+static void adjust_refs(struct grp_registry *r, uint32_t id, int delta)
+{
+	pthread_mutex_lock(&r->lock);
+	if (id < r->nr_by_id && r->by_id[id] >= 0) {
+		struct grp_entry *g = &r->entries[r->by_id[id]];
+		if (delta > 0 || g->refs > 0)
+			g->refs += (uint32_t)delta;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void grp_ref(struct grp_registry *r, uint32_t id)
+{
+	adjust_refs(r, id, 1);
+}
+
+void grp_unref(struct grp_registry *r, uint32_t id)
+{
+	adjust_refs(r, id, -1);
+}
+
 struct grp_registry *grp_create(struct executor *ex)
 {
 	struct grp_registry *r = calloc(1, sizeof(*r));
@@ -159,7 +283,7 @@ struct grp_registry *grp_create(struct executor *ex)
 		return NULL;
 	r->ex = ex;
 	pthread_mutex_init(&r->lock, NULL);
-	if (add_entry(r, "/", SCHED_ROOT_GROUP, SCHED_ROOT_GROUP, SCHED_WEIGHT_MAX) < 0) {
+	if (add_entry(r, "/", SCHED_ROOT_GROUP, SCHED_ROOT_GROUP, SCHED_WEIGHT_MAX, 0) < 0) {
 		grp_destroy(r);
 		return NULL;
 	}
@@ -184,26 +308,29 @@ void grp_destroy(struct grp_registry *r)
  * parent entry is `parent_idx`. Called with r->lock held. Returns the entry index or -errno.
  */
 static int32_t get_or_create(struct grp_registry *r, const char *name, int32_t parent_idx,
-			     uint32_t weight)
+			     uint32_t weight, uint64_t now)
 {
 	int32_t e = find(r, name, cg_name_hash(name));
 	struct create_args a;
 	int err;
 
-	if (e >= 0)
+	if (e >= 0) {
+		r->entries[e].last_used = now;
 		return e;
+	}
 	a.parent = r->entries[parent_idx].id;
 	a.weight = weight;
 	err = exec_with_sched(r->ex, do_create, &a);
 	if (err < 0)
 		return err;
-	err = add_entry(r, name, a.id, a.parent, weight);
+	err = add_entry(r, name, a.id, a.parent, weight, now);
 	if (err < 0)
 		return err; /* the scheduler group stays, unnamed: harmless, retried by name */
 	return (int32_t)(r->nr - 1);
 }
 
-int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t *id)
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint64_t now,
+		uint32_t *id)
 {
 	char path[GRP_NAME_MAX];
 	size_t len = strlen(name);
@@ -215,6 +342,7 @@ int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint3
 	    weight > SCHED_WEIGHT_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
+	sweep(r, now, false);
 	e = find(r, name, cg_name_hash(name));
 	if (e < 0 && name[0] == '/') {
 		/* Create the missing ancestors "/a", "/a/b", ... with the default weight. */
@@ -222,7 +350,8 @@ int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint3
 		for (char *p = strchr(path + 1, '/'); p && err == 0; p = strchr(p + 1, '/')) {
 			*p = '\0';
 			if (p > path + 1) {
-				int32_t a = get_or_create(r, path, parent, SCHED_WEIGHT_DEFAULT);
+				int32_t a = get_or_create(r, path, parent, SCHED_WEIGHT_DEFAULT,
+							  now);
 				if (a < 0)
 					err = a;
 				else
@@ -232,12 +361,13 @@ int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint3
 		}
 	}
 	if (e < 0 && err == 0) {
-		e = get_or_create(r, name, parent, weight);
+		e = get_or_create(r, name, parent, weight, now);
 		if (e < 0)
 			err = e;
 	}
 	if (err == 0) {
 		struct grp_entry *g = &r->entries[e];
+		g->last_used = now;
 		if (!g->pinned && g->weight != weight && g->id != SCHED_ROOT_GROUP) {
 			struct weight_args w = { g->id, weight };
 			if (exec_with_sched(r->ex, do_set_weight, &w) == 0)
@@ -277,6 +407,8 @@ void grp_foreach(struct grp_registry *r, void (*fn)(void *arg, const struct grp_
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->nr; i++) {
 		const struct grp_entry *g = &r->entries[i];
+		if (g->dead)
+			continue;
 		struct grp_info gi = {
 			.name = g->name,
 			.id = g->id,
@@ -322,6 +454,7 @@ void grp_note_pid(struct grp_registry *r, uint32_t id, pid_t tgid, uint64_t now)
 			slot = free_slot ? free_slot : oldest;
 		slot->tgid = tgid;
 		slot->seen = now;
+		g->last_used = now;
 	}
 	pthread_mutex_unlock(&r->lock);
 }

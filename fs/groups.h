@@ -30,10 +30,30 @@ void grp_destroy(struct grp_registry *r);
 
 /*
  * The scheduler group id of `name`, created (with its missing ancestors) on first use with
- * `weight` [10..1000]. Returns 0 and *id; -EINVAL (empty or overlong name, bad weight), -ENOMEM
+ * `weight` [10..1000], and marked used at `now` [ns, clk_now()]. Also removes expired groups
+ * (grp_set_expiry). Returns 0 and *id; -EINVAL (empty or overlong name, bad weight), -ENOMEM
  * or another error of sched_group_create; then *id is the root group. Thread-safe.
  */
-int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t *id);
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint64_t now,
+		uint32_t *id);
+
+/*
+ * Groups unused for `idle` [ns] are removed from the registry and the scheduler (their queues,
+ * statistics and .cfqfs/groups entry go), so that a host whose containers come and go does
+ * not accumulate them. A group is kept while it has requests queued or in flight, child
+ * groups, open files (grp_ref) or an administrator's pinned weight. 0 = never remove.
+ * Cannot fail. Thread-safe.
+ */
+void grp_set_expiry(struct grp_registry *r, uint64_t idle);
+
+/* Removes the groups expired at `now` [ns] (as grp_resolve does in passing; .cfqfs reads call
+ * it so that listings are current). Returns how many were removed. Thread-safe. */
+int grp_expire(struct grp_registry *r, uint64_t now);
+
+/* An open file charged to group `id` holds it (no expiry) until grp_unref. Unknown ids are
+ * ignored. Cannot fail. Thread-safe. */
+void grp_ref(struct grp_registry *r, uint32_t id);
+void grp_unref(struct grp_registry *r, uint32_t id);
 
 /* Pins a group's weight (the classification no longer changes it). 0, -ENOENT, -EINVAL. */
 int grp_set_weight(struct grp_registry *r, const char *name, uint32_t weight);

@@ -59,6 +59,7 @@ static const char usage_text[] =
 	"  queue_limit=N         requests one group may have waiting or in flight (default\n"
 	"                        4096); past it, or past queue_limit_mb MiB of its write data\n"
 	"                        (default 256), its requests fail with EAGAIN\n"
+	"  group_expire_ms=MS    remove a group unused this long (default 60000; 0: never)\n"
 	"  open_limit=N          files one group may hold open (default 0: a quarter of the\n"
 	"                        daemon's descriptor limit); past it, open fails with EMFILE\n"
 	"  ctl_dir=NAME          control directory at the mount root (default .cfqfs; empty: none)\n"
@@ -350,6 +351,7 @@ struct reloader {
 	struct executor *ex;	     /* borrowed */
 	struct classifier *cls;	     /* borrowed */
 	struct pt_fs *fs;	     /* borrowed */
+	struct grp_registry *groups; /* borrowed */
 	atomic_bool stop;
 };
 
@@ -399,6 +401,7 @@ static void reload(struct reloader *rl)
 	struct exec_limits lim = exec_limits_of(&next);
 	exec_set_limits(rl->ex, &lim);
 	pt_set_open_limit(rl->fs, next.open_limit);
+	grp_set_expiry(rl->groups, (uint64_t)next.group_expire_ms * 1000000u);
 	if (next.depth != rl->cfg->depth || next.device_enabled != rl->cfg->device_enabled ||
 	    strcmp(next.ctl_dir, rl->cfg->ctl_dir) || next.direct_io != rl->cfg->direct_io ||
 	    next.kernel_cache != rl->cfg->kernel_cache ||
@@ -524,6 +527,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cfqfs: out of memory\n");
 		goto out_exec;
 	}
+	grp_set_expiry(groups, (uint64_t)cfg.group_expire_ms * 1000000u);
 	cls = cls_create(&cfg, src, groups, &err);
 	if (!cls) {
 		fprintf(stderr, "cfqfs: cannot set up classification: %s\n", strerror(-err));
@@ -584,7 +588,8 @@ int main(int argc, char **argv)
 		LOG_ERR("cannot start I/O workers: %s", strerror(-err));
 		goto out_unmount;
 	}
-	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls, .fs = fs };
+	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls, .fs = fs,
+				.groups = groups };
 	atomic_init(&rl.stop, false);
 	bool reloader_started = pthread_create(&rl.thread, NULL, reload_main, &rl) == 0;
 	if (!reloader_started)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "groups.h"
 #include "log.h"
 #include "pt_i.h"
 
@@ -212,6 +213,9 @@ int pt__file_link(struct pt_fs *fs, struct pt_file *pf)
 		goto out_unlock;
 	}
 	fs->open_count[g]++;
+	/* Lock order: handles_lock before the registry's lock (grp_* never calls back here). */
+	if (fs->opts.groups)
+		grp_ref(fs->opts.groups, g);
 	pf->prev = NULL;
 	pf->next = fs->files;
 	if (fs->files)
@@ -226,6 +230,8 @@ void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf)
 {
 	pthread_mutex_lock(&fs->handles_lock);
 	fs->open_count[pf->opener.group]--;
+	if (fs->opts.groups)
+		grp_unref(fs->opts.groups, pf->opener.group);
 	if (pf->prev)
 		pf->prev->next = pf->next;
 	else

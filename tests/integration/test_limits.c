@@ -475,3 +475,80 @@ Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "hog status %#x", st);
 	mnt_cr_finish(&m);
 }
+
+/* --- groups that are no longer used go (group_expire_ms) ------------------------------- */
+
+static bool group_listed(const char *name)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s", mnt_path(&m, ".cfqfs/groups"), name);
+	return access(p, F_OK) == 0;
+}
+
+/* One read of files/f0 as a process named `arg` (cfqfs-hog or cfqfs-vic). */
+static int read_once_as(void *arg)
+{
+	char b[4];
+	int fd, rc = 0;
+
+	prctl(PR_SET_NAME, (const char *)arg);
+	fd = open(mnt_path(&m, "files/f0"), O_RDONLY);
+	if (fd < 0)
+		return errno;
+	if (pread(fd, b, sizeof(b), 0) < 0)
+		rc = errno;
+	close(fd);
+	return rc;
+}
+
+/* cfqfs-vic keeps files/f0 open (charged to its group) until told to go. */
+static int hold_open_as_victim(int *pipefd)
+{
+	char b[4], c;
+	int one = 1;
+
+	prctl(PR_SET_NAME, "cfqfs-vic");
+	int fd = open(mnt_path(&m, "files/f0"), O_RDONLY);
+	if (fd < 0 || pread(fd, b, sizeof(b), 0) < 0)
+		return 1;
+	if (write(pipefd[1], &one, sizeof(one)) != sizeof(one))
+		return 2;
+	if (read(pipefd[2], &c, 1) != 1)
+		return 3;
+	close(fd);
+	return 0;
+}
+
+Test(limits, unused_groups_expire_and_come_back)
+{
+	struct holder h;
+	int ready = 0;
+
+	make_files(1);
+	wl_cr_mount(&m, conf_text, "group_expire_ms=300");
+	cr_assert_eq(mnt_fork_run(read_once_as, "cfqfs-hog", 30000), 0);
+	holder_start(&h, hold_open_as_victim);
+	holder_report(&h, &ready, sizeof(ready));
+	cr_assert(group_listed("hog") && group_listed("victim"),
+		  "both groups should be listed after their I/O");
+	usleep(800000); /* both unused for longer than group_expire_ms */
+	cr_expect_not(group_listed("hog"), "the unused group is still listed");
+	uint64_t v;
+	cr_expect_eq(wl_iostat(&m, "hog", "rios", &v), -ENOENT, "io.stat still has the group");
+	cr_expect(group_listed("victim"), "a group with an open file was removed");
+	holder_finish(&h);
+	/* The open file's RELEASE comes asynchronously after close; then it may go too. */
+	bool gone = false;
+	for (int i = 0; i < 100 && !gone; i++) {
+		usleep(100000);
+		gone = !group_listed("victim");
+	}
+	cr_expect(gone, "the group was kept after its last file closed");
+	/* Used again: it comes back, and its I/O works. */
+	cr_expect_eq(mnt_fork_run(read_once_as, "cfqfs-hog", 30000), 0);
+	cr_expect(group_listed("hog"), "the group did not come back with new I/O");
+	cr_expect_eq(wl_iostat(&m, "hog", "rios", &v), 0);
+	cr_expect_geq(v, 1, "the new group's read was not counted");
+	mnt_cr_finish(&m);
+}
