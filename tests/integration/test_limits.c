@@ -552,3 +552,28 @@ Test(limits, unused_groups_expire_and_come_back)
 	cr_expect_geq(v, 1, "the new group's read was not counted");
 	mnt_cr_finish(&m);
 }
+
+/* A group whose processes are all SIGKILLed with requests queued and in flight is freed
+ * (queues, statistics, .cfqfs/groups entry) once its requests are answered and it expires. */
+Test(limits, killed_groups_are_freed)
+{
+	cr_assert_eq(wl_make_file(src_path(&m, "hog"), FILE_SIZE), 0);
+	wl_cr_mount(&m, conf_text, "direct_io,device=hdd,depth=1,group_expire_ms=300");
+	pid_t hog = start_hog(mnt_path(&m, "hog"), false, 4096);
+	wait_hog_started();
+	cr_assert(group_listed("hog"), "the hog's group is not listed while it reads");
+	cr_assert_eq(kill(hog, SIGKILL), 0);
+	int st;
+	cr_assert_eq(waitpid(hog, &st, 0), hog);
+	bool gone = false;
+	for (int i = 0; i < 100 && !gone; i++) {
+		usleep(100000);
+		gone = !group_listed("hog");
+	}
+	uint64_t v;
+	cr_expect(gone, "the killed group is still listed 10 s after its processes died");
+	cr_expect_eq(wl_iostat(&m, "hog", "rios", &v), -ENOENT, "io.stat still has the group");
+	cr_expect_eq(wl_iostat(&m, "/", "queued", &v), 0);
+	cr_expect_eq(v, 0, "requests still queued in the root group");
+	mnt_cr_finish(&m);
+}
