@@ -85,7 +85,6 @@ struct executor {
 	struct exec_limits limits; /* protected by lock */
 	struct grp_load *load;	   /* [nr_load], indexed by group id; protected by lock */
 	size_t nr_load;		   /* protected by lock */
-	uint64_t nr_limited;	   /* requests refused by the limits; protected by lock */
 	sched_ns limit_warned;	   /* [ns] last limit warning; protected by lock */
 	size_t pool_bytes;	   /* [bytes] buffers kept by the free list; protected by lock */
 	struct dev_model *dev;	   /* emulated device or NULL; protected by lock */
@@ -432,7 +431,6 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *
 	l = &ex->load[g];
 	if (l->reqs > 0 && (l->reqs >= ex->limits.queue_limit ||
 			    l->bytes + bytes > ex->limits.queue_bytes)) {
-		ex->nr_limited++;
 		if (ex->limit_warned == 0 || now - ex->limit_warned >= EXEC_LIMIT_WARN_NS) {
 			ex->limit_warned = now ? now : 1;
 			*warn = true;
@@ -471,7 +469,7 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
 static void submit(struct executor *ex, struct exec_req *er)
 {
 	bool warn = false;
-	uint32_t group = er->rq.group;
+	uint32_t group;
 	int err;
 
 	fuse_req_interrupt_func(er->req, on_interrupt, er);
@@ -482,6 +480,7 @@ static void submit(struct executor *ex, struct exec_req *er)
 	 * failing the request. */
 	if (sched_group_get(ex->sd, er->rq.group, NULL, NULL, NULL) < 0)
 		er->rq.group = SCHED_ROOT_GROUP;
+	group = er->rq.group; /* for the warning: er is not ours once queued and unlocked */
 	err = ex->stopping ? -ESHUTDOWN : charge(ex, er, now, &warn);
 	if (err == 0)
 		err = sched_enqueue(ex->sd, &er->rq, now);
@@ -609,16 +608,6 @@ void exec_set_limits(struct executor *ex, const struct exec_limits *lim)
 	pthread_mutex_lock(&ex->lock);
 	ex->limits = *lim;
 	pthread_mutex_unlock(&ex->lock);
-}
-
-uint64_t exec_nr_limited(struct executor *ex)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&ex->lock);
-	n = ex->nr_limited;
-	pthread_mutex_unlock(&ex->lock);
-	return n;
 }
 
 int exec_with_sched(struct executor *ex, int (*fn)(void *arg, struct sched *sd), void *arg)

@@ -91,9 +91,6 @@ void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
  * fail. */
 void exec_set_limits(struct executor *ex, const struct exec_limits *lim);
 
-/* Requests refused with EAGAIN by the limits since start, all groups. Cannot fail. */
-uint64_t exec_nr_limited(struct executor *ex);
-
 /* Runs fn(arg, sd) under the executor lock (control files, stats, tunables). Returns fn's
  * value. fn must not block. */
 int exec_with_sched(struct executor *ex, int (*fn)(void *arg, struct sched *sd), void *arg);
