@@ -141,7 +141,10 @@ exp_mount() {
 	[ -z "$opts" ] || o=$o,$opts
 	EXP_LOG=$WORK/logs/daemon.log
 	echo "== cfqfs -f -o $o SRC MNT" >>"$EXP_LOG"
-	"$CFQFS" -f -o "$o" "$SRC" "$MNT" >>"$EXP_LOG" 2>&1 &
+	# a session of its own: a Ctrl-C or kill of our process group must reach the load and the
+	# script, whose trap then unmounts, not the daemon (a daemon stopped by the signal while
+	# the load's requests are pending can leave both hanging)
+	setsid "$CFQFS" -f -o "$o" "$SRC" "$MNT" >>"$EXP_LOG" 2>&1 &
 	EXP_PID=$!
 	if ! fuse_wait_mounted "$MNT" "$EXP_PID" 15; then
 		exp_note "cfqfs -o $o did not mount:"; tail -20 "$EXP_LOG" >&2
@@ -271,7 +274,9 @@ exp_plot() {
 	local ncol
 	ncol=$(head -1 "$dat" | awk -F'\t' '{ print NF }')
 	[ "$ncol" -gt 1 ] || return 0
-	gnuplot <<EOF 2>>"$WORK/logs/gnuplot.log" || { exp_note "gnuplot failed (see no plot)"; return 0; }
+	# timeout: gnuplot can deadlock in its SIGINT handler, and timeout runs it outside this
+	# process group, so a Ctrl-C reaches the script (whose trap cleans up), not gnuplot
+	timeout 60 gnuplot <<EOF 2>>"$WORK/logs/gnuplot.log" || { exp_note "gnuplot failed (see no plot)"; return 0; }
 set terminal png size 900,500
 set output '$png'
 set title 'bench/$EXP_NAME, device $dev (median of $RUNS)'
