@@ -8,8 +8,10 @@ set -eu
 
 what=${1:-test}
 build_pkgs="cmake make gcc pkg-config libfuse3-dev fuse3 libconfig-dev"
-test_pkgs="libcriterion-dev util-linux procps attr"
-bench_pkgs="fio fsmark gnuplot-nox valgrind jq perl"
+# it_bench (tests/integration/test_bench.c) runs bench/all --quick, so the test set holds the
+# experiment scripts' tools too; bench adds what only the hand-run benchmarks use.
+test_pkgs="libcriterion-dev util-linux procps attr fio fsmark gnuplot-nox jq perl"
+bench_pkgs="valgrind"
 fuzz_pkgs="clang libclang-rt-14-dev"
 
 case "$what" in

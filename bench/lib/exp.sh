@@ -5,9 +5,10 @@
 # mounts cfqfs per configuration, takes iostat-like deltas from .cfqfs/stat.json, collects
 # measurements and prints mmtests-style compare tables, CSV and a gnuplot PNG.
 #
-#   exp_init NAME USAGE_EXTRA "$@"  parses --quick --cfqfs --device --runs --csv --dir --help;
-#                           unknown options are left in EXP_ARGS for the script. Sets QUICK,
-#                           CFQFS, DEVICES ("hdd none" by default), RUNS, CSV, WORK, SRC, MNT.
+#   exp_init NAME USAGE_EXTRA "$@"  parses --quick --cfqfs --device --runs --csv --dir --out
+#                           --help; unknown options are left in EXP_ARGS for the script. Sets
+#                           QUICK, CFQFS, DEVICES ("hdd none" by default), RUNS, CSV, EXP_OUT.
+#                           exp_start sets WORK, SRC, MNT.
 #   exp_start               root and tool checks, temp area, EXIT/INT/TERM trap
 #   exp_mount DEVICE OPTS   mounts cfqfs over SRC at MNT with -o direct_io (+device=hdd for
 #                           DEVICE hdd) plus OPTS (comma list, may be empty); sets EXP_DIR=MNT.
@@ -19,13 +20,15 @@
 #                           in flight = sum of wait+service time / SECS; in_flight: mean
 #                           requests dispatched to SOURCE = service time / SECS; await: mean
 #                           wait+service per request; max: largest request latency since mount)
-#   exp_put DEV METRIC CONFIG RUN VALUE   records one measurement
+#   exp_put DEV METRIC CONFIG RUN VALUE   records one measurement; VALUE "-" says the metric
+#                           does not apply to CONFIG (shown as "-"); an empty VALUE, or a metric
+#                           never recorded for a CONFIG, is a missing figure (shown as "n/a")
 #   exp_table DEV TITLE     prints the compare table of DEV: one row per metric (first-seen
 #                           order), one column per config, medians over the runs; the first
 #                           column is the baseline, the others show (% difference)
 #   exp_csv                 writes every measurement plus medians to CSV (when --csv)
-#   exp_plot DEV METRIC_REGEX YLABEL   PNG bar chart of the medians under bench/out/ when
-#                           gnuplot is installed
+#   exp_plot DEV METRIC_REGEX YLABEL   PNG bar chart of the medians in EXP_OUT (--out DIR,
+#                           default bench/out/) when gnuplot is installed
 #   exp_note MSG, exp_die MSG
 
 EXP_NAME=
@@ -50,6 +53,7 @@ usage: bench/$EXP_NAME [options]
   --runs N            runs per point, the table shows medians (default 3; 1 with --quick)
   --dir DIR           where the temp SOURCE is created (default /var/tmp)
   --csv FILE          also write every measurement and the medians as CSV
+  --out DIR           where the PNG plots go (default bench/out of this checkout)
   -h, --help
 EOF
 	[ -z "${1:-}" ] || printf '%s\n' "$1"
@@ -71,6 +75,7 @@ exp_init() {
 		--placement) PLACEMENT=${2:?}; shift ;;
 		--csv) CSV=${2:?}; shift ;;
 		--dir) EXP_BASE=${2:?}; shift ;;
+		--out) EXP_OUT=${2:?}; shift ;;
 		-h | --help) exp_usage "$extra"; exit 0 ;;
 		*) EXP_ARGS+=("$1") ;;
 		esac
@@ -87,7 +92,9 @@ exp_init() {
 
 exp_cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM
+	# ignored, not default: a second Ctrl-C must not kill the cleanup half-way (mounts left)
+	trap - EXIT
+	trap '' INT TERM
 	set +e
 	# the script's own cleanup first: it stops background load that keeps the mount busy
 	declare -F exp_extra_cleanup >/dev/null && exp_extra_cleanup
@@ -140,7 +147,10 @@ exp_mount() {
 	[ -z "$opts" ] || o=$o,$opts
 	EXP_LOG=$WORK/logs/daemon.log
 	echo "== cfqfs -f -o $o SRC MNT" >>"$EXP_LOG"
-	"$CFQFS" -f -o "$o" "$SRC" "$MNT" >>"$EXP_LOG" 2>&1 &
+	# a session of its own: a Ctrl-C or kill of our process group must reach the load and the
+	# script, whose trap then unmounts, not the daemon (a daemon stopped by the signal while
+	# the load's requests are pending can leave both hanging)
+	setsid "$CFQFS" -f -o "$o" "$SRC" "$MNT" >>"$EXP_LOG" 2>&1 &
 	EXP_PID=$!
 	if ! fuse_wait_mounted "$MNT" "$EXP_PID" 15; then
 		exp_note "cfqfs -o $o did not mount:"; tail -20 "$EXP_LOG" >&2
@@ -191,12 +201,14 @@ exp_medians() {
 	awk -F'\t' -v d="$1" '$1 == d {
 		if (!($2 in ms)) { ms[$2] = 1; mo[nm++] = $2 }
 		if (!($3 in cs)) { cs[$3] = 1; co[nc++] = $3 }
-		if ($5 ~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/) { k = $2 SUBSEP $3; v[k, ++n[k]] = $5 + 0 }
+		k = $2 SUBSEP $3
+		if ($5 ~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/) v[k, ++n[k]] = $5 + 0
+		else if ($5 == "-") dash[k] = 1
 	}
 	END {
 		for (i = 0; i < nm; i++) for (j = 0; j < nc; j++) {
 			k = mo[i] SUBSEP co[j]; c = n[k]
-			if (!c) { printf "%s\t%s\t%s\tNA\n", d, mo[i], co[j]; continue }
+			if (!c) { printf "%s\t%s\t%s\t%s\n", d, mo[i], co[j], (k in dash) ? "-" : "NA"; continue }
 			for (a = 1; a <= c; a++) x[a] = v[k, a]
 			for (a = 2; a <= c; a++) for (b = a; b > 1 && x[b - 1] > x[b]; b--) {
 				t = x[b]; x[b] = x[b - 1]; x[b - 1] = t }
@@ -225,7 +237,8 @@ exp_table() {
 				for (j = 0; j < nc; j++) {
 					x = v[mo[i], co[j]]
 					if (x == "NA") { printf " %21s", "n/a"; continue }
-					if (b == "NA" || sprintf("%.2f", b) + 0 == 0) pct = "    n/a"
+					if (x == "-") { printf " %21s", "-"; continue }
+					if (b == "NA" || b == "-" || sprintf("%.2f", b) + 0 == 0) pct = "    n/a"
 					else pct = sprintf("%7.2f%%", 100 * (x - b) / b)
 					printf " %11.2f (%s)", x, pct
 				}
@@ -255,7 +268,7 @@ exp_plot() {
 	exp_medians "$dev" | awk -F'\t' -v re="$re" '$2 ~ re {
 		if (!($2 in ms)) { ms[$2] = 1; mo[nm++] = $2 }
 		if (!($3 in cs)) { cs[$3] = 1; co[nc++] = $3 }
-		v[$2, $3] = ($4 == "NA") ? "?" : $4 }
+		v[$2, $3] = ($4 == "NA" || $4 == "-") ? "?" : $4 }
 		END {
 			printf "metric"; for (j = 0; j < nc; j++) printf "\t\"%s\"", co[j]; printf "\n"
 			for (i = 0; i < nm; i++) {
@@ -267,7 +280,9 @@ exp_plot() {
 	local ncol
 	ncol=$(head -1 "$dat" | awk -F'\t' '{ print NF }')
 	[ "$ncol" -gt 1 ] || return 0
-	gnuplot <<EOF 2>>"$WORK/logs/gnuplot.log" || { exp_note "gnuplot failed (see no plot)"; return 0; }
+	# timeout: gnuplot can deadlock in its SIGINT handler, and timeout runs it outside this
+	# process group, so a Ctrl-C reaches the script (whose trap cleans up), not gnuplot
+	timeout 60 gnuplot <<EOF 2>>"$WORK/logs/gnuplot.log" || { exp_note "gnuplot failed (see no plot)"; return 0; }
 set terminal png size 900,500
 set output '$png'
 set title 'bench/$EXP_NAME, device $dev (median of $RUNS)'
