@@ -37,6 +37,10 @@
 /* [bytes] buffer memory the free pool may keep for reuse; past it, buffers of returning
  * records are freed, so a burst does not pin its peak memory for the daemon's lifetime. */
 #define EXEC_POOL_KEEP_BYTES (64ull << 20)
+/* [ns] longest a worker sleeps without looking: a safety net against a lost condition-variable
+ * wake-up (glibc before 2.38 can lose one, BZ 25847: a shutdown hung in stop_workers with
+ * every worker asleep), which would otherwise leave a request or the stop unnoticed. */
+#define EXEC_MAX_SLEEP_NS (1000ull * 1000000ull)
 /* [ns] at most one "limit reached" warning per this interval. */
 #define EXEC_LIMIT_WARN_NS (10ull * 1000000000ull)
 
@@ -363,10 +367,12 @@ static void *worker_main(void *arg)
 			if (ex->stopping && sched_nr_queued(ex->sd) == 0)
 				break;
 			sched_ns when = sched_next_event(ex->sd);
+			sched_ns cap = now + EXEC_MAX_SLEEP_NS;
 			ex->idle_workers++;
-			if (when == SCHED_NS_NEVER || ex->in_flight >= ex->depth) {
-				pthread_cond_wait(&ex->work, &ex->lock);
-			} else if (sched_time_after(when, now)) {
+			if (when == SCHED_NS_NEVER || ex->in_flight >= ex->depth ||
+			    sched_time_after(when, cap))
+				when = cap;
+			if (sched_time_after(when, now)) {
 				struct timespec ts = clk_to_timespec(when);
 				pthread_cond_timedwait(&ex->work, &ex->lock, &ts);
 			}
