@@ -125,6 +125,31 @@ static void detach(const char *mp)
 		mnt_run(um, 10000, &st, NULL, 0, NULL, 0);
 }
 
+/* The command line of process `pid` (a /proc entry name) with NULs as spaces, into cmd
+ * (cap bytes). False if it is not a process or has no command line (a kernel thread). */
+static bool cmdline_of(const char *pid, char *cmd, size_t cap)
+{
+	char path[64];
+	ssize_t len;
+	int fd;
+
+	if (!isdigit((unsigned char)pid[0]))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	len = read(fd, cmd, cap - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	for (ssize_t i = 0; i < len; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	cmd[len] = '\0';
+	return true;
+}
+
 /*
  * Pids of processes other than this one whose command line mentions dir (the scripts pass it
  * in --dir, fio --directory=, the daemons' SOURCE and MOUNTPOINT). Logs each; returns the count.
@@ -138,24 +163,10 @@ static int procs_mentioning(const char *dir, bool log)
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		char path[64], cmd[8192];
-		ssize_t len;
-		int fd;
+		char cmd[8192];
 
-		if (!isdigit((unsigned char)de->d_name[0]) || atoi(de->d_name) == getpid())
+		if (atoi(de->d_name) == getpid() || !cmdline_of(de->d_name, cmd, sizeof(cmd)))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (ssize_t i = 0; i < len; i++)
-			if (cmd[i] == '\0')
-				cmd[i] = ' ';
-		cmd[len] = '\0';
 		if (strstr(cmd, dir)) {
 			n++;
 			if (log)
@@ -590,25 +601,10 @@ static bool load_running(void)
 		return false;
 	snprintf(needle, sizeof(needle), "--filename=%s/", work);
 	while (!hit && (de = readdir(d))) {
-		char path[64], cmd[8192];
-		ssize_t len;
-		int fd;
+		char cmd[8192];
 
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (ssize_t i = 0; i < len; i++)
-			if (cmd[i] == '\0')
-				cmd[i] = ' ';
-		cmd[len] = '\0';
-		hit = strstr(cmd, "--name=writer") && strstr(cmd, needle);
+		if (cmdline_of(de->d_name, cmd, sizeof(cmd)))
+			hit = strstr(cmd, "--name=writer") && strstr(cmd, needle);
 	}
 	closedir(d);
 	return hit;
