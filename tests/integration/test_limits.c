@@ -10,6 +10,7 @@
  * its work while the hog is still at it.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -452,6 +453,23 @@ static int many_hog(int *pipefd)
 	return 0;
 }
 
+/* Descriptors the daemon holds, or -1. */
+static int daemon_fds(void)
+{
+	char p[64];
+	int n = 0;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int)m.pid);
+	d = opendir(p);
+	if (!d)
+		return -1;
+	for (struct dirent *de = readdir(d); de; de = readdir(d))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 {
 	struct holder h;
@@ -460,6 +478,7 @@ Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 	make_files(10);
 	wl_cr_mount(&m, conf_text, NULL);
 	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
+	int fds0 = daemon_fds();
 	holder_start(&h, many_hog);
 	holder_report(&h, report, sizeof(report));
 	long hwm = ch_status_kb(m.pid, "VmHWM");
@@ -473,6 +492,18 @@ Test(limits, a_hundred_thousand_opens_do_not_starve_others, .timeout = 240)
 		     report[0], strerror(vrc));
 	int st = holder_finish(&h);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "hog status %#x", st);
+	/*
+	 * The kernel sends the hog's RELEASEs after its exit, in the background: the daemon
+	 * must close every one of its descriptors (and unmounting before it has would abort
+	 * those requests, which a slow, e.g. TSan, daemon sees as a failed session).
+	 */
+	int fds = daemon_fds();
+	for (int i = 0; i < 600 && fds > fds0 + 16; i++) {
+		usleep(100000);
+		fds = daemon_fds();
+	}
+	cr_expect_leq(fds, fds0 + 16, "the daemon still holds %d descriptors (%d before the "
+		      "hog) 60 s after the hog closed its %d files", fds, fds0, report[0]);
 	mnt_cr_finish(&m);
 }
 
