@@ -47,7 +47,7 @@
 #ifndef CFQFS_CTL_H
 #define CFQFS_CTL_H
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -12,7 +12,7 @@
 #ifndef CFQFS_EXECUTOR_H
 #define CFQFS_EXECUTOR_H
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -7,7 +7,9 @@
  * threads start after it, because the daemonizing fork would lose them. On exit the executor
  * drains (every queued request is served and answered) before the unmount.
  */
-#define FUSE_USE_VERSION 34
+/* 3.12 (every fs/ header says the same) for the fuse_loop_cfg_* API: the older struct
+ * fuse_loop_config makes libfuse 3.14 print "Ignoring invalid max threads value" at every mount. */
+#define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
@@ -73,7 +75,8 @@ static const char usage_text[] =
 	"  entry_timeout=SECS    name lookup cache lifetime (default 1)\n"
 	"  xattr=false           do not pass extended attributes through\n"
 	"  clone_fd              one /dev/fuse descriptor per FUSE thread\n"
-	"  max_idle_threads=N    idle FUSE threads kept (default 10)\n"
+	"  max_idle_threads=N    idle FUSE threads kept (0-10000, default 10)\n"
+	"  max_threads=N         most FUSE threads at once (1-10000, default 10)\n"
 	"\n"
 	"FUSE options (passed to the kernel and libfuse):\n"
 	"  allow_other           let every user use the mount (as root, or user_allow_other in\n"
@@ -101,6 +104,7 @@ struct cmdline {
 	bool single_thread;
 	bool clone_fd;
 	unsigned max_idle_threads;
+	unsigned max_threads;
 	/* -o KEY=VALUE for the configuration, applied after the file whatever the order. */
 	unsigned nr_overrides;
 	char *overrides[MAX_FUSE_OPTS];
@@ -114,6 +118,26 @@ static int die_usage(const char *what, const char *arg)
 {
 	fprintf(stderr, "cfqfs: %s%s%s (see cfqfs --help)\n", what, arg ? " " : "", arg ? arg : "");
 	return 1;
+}
+
+/* [threads] bound of max_threads= and max_idle_threads= (libfuse's own limit is 100000);
+ * opts_error() spells it out */
+#define FUSE_THREADS_MAX 10000u
+
+/* A thread count of the FUSE loop, min..FUSE_THREADS_MAX. Returns 0 or -ERANGE. */
+static int parse_threads(const char *s, unsigned min, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return -ERANGE;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > FUSE_THREADS_MAX)
+		return -ERANGE;
+	*out = (unsigned)v;
+	return 0;
 }
 
 /* Splits one -o argument on commas (a backslash escapes a comma) and sorts each option. */
@@ -146,8 +170,17 @@ static int add_opts(struct cmdline *cl, const char *arg)
 				cl->clone_fd = true;
 				free(opt);
 			} else if (!strncmp(opt, "max_idle_threads=", 17)) {
-				cl->max_idle_threads = (unsigned)strtoul(opt + 17, NULL, 10);
+				int bad = parse_threads(opt + 17, 0, &cl->max_idle_threads);
+
 				free(opt);
+				if (bad)
+					goto out_badnum;
+			} else if (!strncmp(opt, "max_threads=", 12)) {
+				int bad = parse_threads(opt + 12, 1, &cl->max_threads);
+
+				free(opt);
+				if (bad)
+					goto out_badnum;
 			} else if (!strcmp(opt, "debug")) {
 				cl->debug = cl->foreground = true;
 				free(opt);
@@ -168,14 +201,26 @@ static int add_opts(struct cmdline *cl, const char *arg)
 out_toomany:
 	free(copy);
 	return -E2BIG;
+out_badnum:
+	free(copy);
+	return -ERANGE;
 out_nomem:
 	free(copy);
 	return -ENOMEM;
 }
 
+static const char *opts_error(int err)
+{
+	if (err == -ERANGE)
+		return "max_threads= must be 1..10000 and max_idle_threads= 0..10000 in -o";
+	if (err == -E2BIG)
+		return "too many options in -o";
+	return "out of memory reading -o";
+}
+
 static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 {
-	int i, npos = 0;
+	int i, npos = 0, err;
 	bool no_more_opts = false;
 
 	for (i = 1; i < argc; i++) {
@@ -203,11 +248,11 @@ static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 					return die_usage("missing argument to option", a);
 				if (a[1] == 'c')
 					cl->config_file = argv[++i];
-				else if (add_opts(cl, argv[++i]) < 0)
-					return die_usage("too many or unreadable options in -o", argv[i]);
+				else if ((err = add_opts(cl, argv[++i])) < 0)
+					return die_usage(opts_error(err), argv[i]);
 			} else if (!strncmp(a, "-o", 2)) {
-				if (add_opts(cl, a + 2) < 0)
-					return die_usage("too many or unreadable options in", a);
+				if ((err = add_opts(cl, a + 2)) < 0)
+					return die_usage(opts_error(err), a + 2);
 			} else {
 				return die_usage("unknown option", a);
 			}
@@ -477,7 +522,7 @@ static int build_fuse_args(struct fuse_args *args, const struct cmdline *cl, con
 
 int main(int argc, char **argv)
 {
-	struct cmdline cl = { .max_idle_threads = 10 };
+	struct cmdline cl = { .max_idle_threads = 10, .max_threads = 10 };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct cfqfs_config cfg;
 	struct pt_options popts;
@@ -602,11 +647,18 @@ int main(int argc, char **argv)
 	if (cl.single_thread) {
 		err = fuse_session_loop(se);
 	} else {
-		struct fuse_loop_config lcfg = {
-			.clone_fd = cl.clone_fd,
-			.max_idle_threads = cl.max_idle_threads,
-		};
-		err = fuse_session_loop_mt(se, &lcfg);
+		struct fuse_loop_config *lcfg = fuse_loop_cfg_create();
+
+		if (!lcfg) {
+			LOG_ERR("cannot allocate the FUSE loop configuration");
+			err = -ENOMEM;
+		} else {
+			fuse_loop_cfg_set_clone_fd(lcfg, cl.clone_fd);
+			fuse_loop_cfg_set_idle_threads(lcfg, cl.max_idle_threads);
+			fuse_loop_cfg_set_max_threads(lcfg, cl.max_threads);
+			err = fuse_session_loop_mt(se, lcfg);
+			fuse_loop_cfg_destroy(lcfg);
+		}
 	}
 	if (reloader_started) {
 		atomic_store(&rl.stop, true);

@@ -8,7 +8,7 @@
 #ifndef CFQFS_PT_H
 #define CFQFS_PT_H
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 

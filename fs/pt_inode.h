@@ -26,7 +26,7 @@
 #ifndef CFQFS_PT_INODE_H
 #define CFQFS_PT_INODE_H
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -171,6 +171,19 @@ Test(cli, unknown_scheduler_fails)
 	expect_one_line_failure(run_cfqfs(args), "scheduler=bogus");
 }
 
+Test(cli, bad_fuse_thread_counts_fail_naming_the_option)
+{
+	static const char *const bad[] = { "max_threads=0", "max_threads=10001", "max_threads=4x",
+					   "max_idle_threads=-1", "max_idle_threads=" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *args[] = { "-f", "-o", bad[i], M.src, M.mnt, NULL };
+
+		expect_one_line_failure(run_cfqfs(args), bad[i]);
+		cr_assert_not_null(strstr(err, bad[i]), "%s not named in: %s", bad[i], err);
+	}
+}
+
 Test(cli, missing_config_file_fails)
 {
 	const char *args[] = { "-f", "-c", base_path(&M, "no-such.conf"), M.src, M.mnt, NULL };
@@ -262,6 +275,23 @@ Test(cli, single_threaded_mount_serves_io)
 
 	mount_with(args);
 	smoke_io("single-threaded");
+	mnt_cr_finish(&M);
+}
+
+Test(cli, one_fuse_thread_mount_serves_io_without_libfuse_warnings)
+{
+	static const char *const args[] = { "-o", "max_threads=1,max_idle_threads=0", NULL };
+	char log[8192] = "";
+	FILE *f;
+
+	mount_with(args);
+	smoke_io("one-thread");
+	f = fopen(M.log, "r");
+	cr_assert_not_null(f);
+	log[fread(log, 1, sizeof(log) - 1, f)] = '\0';
+	fclose(f);
+	/* libfuse 3.14 prints this for the pre-3.12 loop configuration */
+	cr_assert_null(strstr(log, "Ignoring invalid"), "libfuse warned at mount:\n%s", log);
 	mnt_cr_finish(&M);
 }
 
