@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +18,95 @@
 #include "log.h"
 #include "sched.h"
 
+/*
+ * Verdict cache: the tag a caller got, reused for its next data requests for a short while.
+ * A full classification (cgroup/ facts with their /proc revalidation, the rules, the group's
+ * name lookup and its process list) costs a few microseconds of the daemon's CPU, which on
+ * small requests is much of what cfqfs adds to a FUSE round trip; a streaming process asks
+ * thousands of times per second with the same answer. So a verdict is kept per (tid, fsuid,
+ * fsgid) for VERDICT_NS, cgroup/'s own revalidation period (CG_REVALIDATE_NS), or for
+ * cache_ttl_ms if that is shorter (0: none kept): a renice, ionice or cgroup move reaches the
+ * caller's requests within ~2 x that instead of ~1 x (well inside cache_ttl_ms). Only
+ * path-less verdicts are kept (with path rules, the opener's path is part of the answer). A
+ * reload bumps `gen`, which voids every kept verdict at once. A kept verdict's group may
+ * expire meanwhile (groups.h): the executor charges the root then, as for an opener's tag.
+ */
+#define VERDICT_SLOTS 256u	     /* direct-mapped by tid; power of two */
+#define VERDICT_NS CG_REVALIDATE_NS /* [ns] lifetime of a kept verdict */
+
+struct verdict {
+	pid_t tid;	/* 0: empty */
+	uid_t uid;
+	gid_t gid;
+	uint8_t ioclass, level;
+	uint32_t group;
+	uint64_t queue_key;
+	uint64_t gen;	/* classifier generation it was computed under */
+	sched_ns until; /* [ns] usable before this */
+};
+
 /* Invariant: cg is never NULL after cls_create() succeeded. */
 struct classifier {
 	pthread_rwlock_t lock;	    /* write: reload swaps cg/need_path; read: classify */
 	struct cg_classifier *cg;   /* protected by lock */
 	bool need_path;		    /* some rule matches on paths; protected by lock */
+	_Atomic uint64_t gen;	    /* bumped under the write lock by every reload */
+	_Atomic uint64_t keep_ns;   /* [ns] verdict lifetime (verdict_ns()), 0: none kept */
 	struct grp_registry *groups; /* borrowed; own lock */
 	char source[PATH_MAX];	    /* immutable */
 	size_t source_len;	    /* immutable */
+	pthread_mutex_t vlock;	    /* protects vcache */
+	struct verdict vcache[VERDICT_SLOTS];
 };
+
+static struct verdict *verdict_slot(struct classifier *c, pid_t tid)
+{
+	return &c->vcache[((uint32_t)tid * 2654435761u >> 24) & (VERDICT_SLOTS - 1)];
+}
+
+/* A kept verdict for this caller, into t; false if none is usable. */
+static bool verdict_get(struct classifier *c, const struct fuse_ctx *ctx, sched_ns now,
+			struct exec_tag *t)
+{
+	struct verdict *v = verdict_slot(c, ctx->pid);
+	bool hit;
+
+	pthread_mutex_lock(&c->vlock);
+	hit = v->tid == ctx->pid && v->uid == ctx->uid && v->gid == ctx->gid &&
+	      v->gen == atomic_load(&c->gen) && sched_time_after(v->until, now);
+	if (hit) {
+		t->queue_key = v->queue_key;
+		t->group = v->group;
+		t->ioclass = v->ioclass;
+		t->level = v->level;
+	}
+	pthread_mutex_unlock(&c->vlock);
+	return hit;
+}
+
+static void verdict_put(struct classifier *c, const struct fuse_ctx *ctx, uint64_t gen,
+			sched_ns now, const struct exec_tag *t)
+{
+	struct verdict *v = verdict_slot(c, ctx->pid);
+	uint64_t keep = atomic_load(&c->keep_ns);
+
+	if (keep == 0)
+		return;
+	pthread_mutex_lock(&c->vlock);
+	*v = (struct verdict){ .tid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid,
+			       .ioclass = t->ioclass, .level = t->level, .group = t->group,
+			       .queue_key = t->queue_key, .gen = gen, .until = now + keep };
+	pthread_mutex_unlock(&c->vlock);
+}
+
+/* [ns] how long a verdict is kept under this configuration: never longer than the
+ * classification cache itself, so cache_ttl_ms = 0 still means "classify every request". */
+static uint64_t verdict_ns(const struct cfqfs_config *cfg)
+{
+	uint64_t ttl = (uint64_t)cfg->cache_ttl_ms * SCHED_NS_PER_MS;
+
+	return ttl < VERDICT_NS ? ttl : VERDICT_NS;
+}
 
 static struct cg_classifier *build(const struct cfqfs_config *cfg, bool *need_path, int *err)
 {
@@ -74,6 +155,9 @@ struct classifier *cls_create(const struct cfqfs_config *cfg, const char *source
 	snprintf(c->source, sizeof(c->source), "%s", source);
 	c->source_len = strlen(c->source);
 	pthread_rwlock_init(&c->lock, NULL);
+	pthread_mutex_init(&c->vlock, NULL);
+	atomic_init(&c->gen, 1);
+	atomic_init(&c->keep_ns, verdict_ns(cfg));
 	*err = 0;
 	return c;
 }
@@ -84,6 +168,7 @@ void cls_destroy(struct classifier *c)
 		return;
 	cg_classifier_destroy(c->cg);
 	pthread_rwlock_destroy(&c->lock);
+	pthread_mutex_destroy(&c->vlock);
 	free(c);
 }
 
@@ -99,6 +184,8 @@ int cls_reload(struct classifier *c, const struct cfqfs_config *cfg)
 	old = c->cg;
 	c->cg = cg;
 	c->need_path = need_path;
+	atomic_store(&c->keep_ns, verdict_ns(cfg));
+	atomic_fetch_add(&c->gen, 1); /* every kept verdict came from the old rules */
 	pthread_rwlock_unlock(&c->lock);
 	cg_classifier_destroy(old); /* no reader holds it: they hold the read lock while using it */
 	return 0;
@@ -131,24 +218,31 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct cg_result res;
+	sched_ns now = clk_now();
+	uint64_t gen;
 	uint32_t id;
 	int r;
 
 	if (!ctx || ctx->pid <= 0)
 		return false;
+	if (!path && verdict_get(c, ctx, now, t))
+		return true;
 	pthread_rwlock_rdlock(&c->lock);
-	r = cg_classify(c->cg, ctx->pid, ctx->uid, ctx->gid, path, clk_now(), &res);
+	gen = atomic_load(&c->gen);
+	r = cg_classify(c->cg, ctx->pid, ctx->uid, ctx->gid, path, now, &res);
 	pthread_rwlock_unlock(&c->lock);
 	if (r < 0)
 		return false;
-	r = grp_resolve(c->groups, res.group, res.weight, clk_now(), &id);
+	r = grp_resolve(c->groups, res.group, res.weight, now, &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
-	grp_note_pid(c->groups, id, res.tgid, clk_now());
+	grp_note_pid(c->groups, id, res.tgid, now);
 	t->queue_key = res.queue_key;
 	t->group = id;
 	t->ioclass = res.ioclass;
 	t->level = res.level;
+	if (!path && r == 0)
+		verdict_put(c, ctx, gen, now, t);
 	LOG_DEBUG("pid %d -> queue %llu group %s (id %u, weight %u) class %u/%u", ctx->pid,
 		  (unsigned long long)res.queue_key, res.group, id, res.weight, res.ioclass,
 		  res.level);
