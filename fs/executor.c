@@ -314,8 +314,14 @@ static void run_chain(struct executor *ex, struct sched_rq *rq, sched_ns now)
 	if (done)
 		clk_sleep_until(done);
 
+	/* A chain is one completion; it failed if any member did (a later contiguous run of
+	 * the chain may fail while the head's succeeded), so the group's errors count it. */
+	int err = 0;
+	for (m = rq; m && !err; m = m->merge_next)
+		if (er_of(m)->result < 0)
+			err = (int)er_of(m)->result;
 	pthread_mutex_lock(&ex->lock);
-	sched_complete(ex->sd, rq, head->result < 0 ? (int)head->result : 0, clk_now());
+	sched_complete(ex->sd, rq, err, clk_now());
 	ex->in_flight--;
 	/* The completion may let a waiting request go (quantum, idling, depth). */
 	wake_one_if_work(ex);
@@ -345,12 +351,7 @@ static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 		return NULL;
 	rq = sched_dispatch(ex->sd, now);
 	if (rq)
-		ex->in_flight++;
-	if (rq)
-		LOG_DEBUG("dispatch: queue %llu group %u op %u offset %llu len %llu merged %u",
-			  (unsigned long long)rq->queue_key, rq->group, rq->op,
-			  (unsigned long long)rq->offset, (unsigned long long)rq->merged_len,
-			  rq->nr_merged);
+		ex->in_flight++; /* run_chain() logs it */
 	return rq;
 }
 
