@@ -16,6 +16,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,5 +319,51 @@ Test(fair_cgroups, noop_shows_the_unfairness_cfq_removes)
 	cr_assert(rel_err(cfq, 4.0) <= 0.20, "cfq ratio %.2f, want 4 +- 20%%", cfq);
 	cr_assert(skew(noop) < skew(cfq),
 		  "noop ratio %.2f is not nearer 1:1 than cfq's %.2f", noop, cfq);
+	mnt_cr_finish(&M);
+}
+
+/* rbytes of a group in io.stat, 0 while the group is not there yet */
+static uint64_t group_rbytes(const char *group)
+{
+	uint64_t v = 0;
+
+	return wl_iostat(&M, group, "rbytes", &v) == 0 ? v : 0;
+}
+
+/*
+ * cache_ttl_ms = 0 means nothing about a caller is kept: neither cgroup/'s facts nor the
+ * daemon's per-thread verdict (fs/classify.c). The test process moves itself between two
+ * cgroups and reads right after each move, at most milliseconds after its previous read: the
+ * read must be charged to the group of the cgroup it is in now.
+ */
+Test(fair_cgroups, with_cache_ttl_0_a_move_applies_to_the_very_next_request)
+{
+	static const char *const files[] = { "a.dat" };
+	struct cgt *cgs[] = { &CA, &CB };
+	char buf[4096];
+	int fd;
+
+	make_cg(&CA, "a", 100);
+	make_cg(&CB, "b", 400);
+	make_files(files, 1);
+	mount_hdd(cgs, 2, "cache_ttl_ms=0");
+	fd = open(mnt_path(&M, "a.dat"), O_RDONLY);
+	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
+	for (unsigned round = 0; round < 8; round++) {
+		struct cgt *to = round % 2 ? &CB : &CA;
+		uint64_t b0, b1;
+		int r;
+
+		cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		r = cgt_move(to, 0);
+		cr_assert_eq(r, 0, "moving the test into %s: %s", to->dir, strerror(-r));
+		b0 = group_rbytes(to->name);
+		cr_assert_eq(pread(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+		b1 = group_rbytes(to->name);
+		cr_assert_eq(b1 - b0, sizeof(buf),
+			     "round %u: the first read after moving into %s was not charged to it "
+			     "(+%llu B)", round, to->name, (unsigned long long)(b1 - b0));
+	}
+	close(fd);
 	mnt_cr_finish(&M);
 }
