@@ -29,10 +29,6 @@
 #   exp_csv                 writes every measurement plus medians to CSV (when --csv)
 #   exp_plot DEV METRIC_REGEX YLABEL   PNG bar chart of the medians in EXP_OUT (--out DIR,
 #                           default bench/out/) when gnuplot is installed
-#   exp_rotate RUN ITEM...  prints the items one per line, rotated left by RUN - 1: run 1
-#                           keeps the given order (the table's columns), each later run starts
-#                           one item further, so no configuration always runs first or last
-#                           of a run (a drift of the disk within a run then spreads over all)
 #   exp_note MSG, exp_die MSG
 
 EXP_NAME=
@@ -194,16 +190,6 @@ exp_iostat() {
 		    (if $n > 0 then ($w + $v) / $n / 1000 else 0 end),
 		    ([$b[0].groups[]?.max_usec] | max // 0) / 1000 ]
 		| map(. * 100 | round / 100) | @tsv'
-}
-
-exp_rotate() {
-	local run=$1 n k
-	shift
-	n=$#
-	for ((k = 0; k < n; k++)); do
-		local i=$(((k + run - 1) % n + 1))
-		printf '%s\n' "${!i}"
-	done
 }
 
 exp_put() {

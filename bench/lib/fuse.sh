@@ -10,6 +10,11 @@
 #   drop_caches                         sync and drop the page cache; fails when not permitted
 #   median                              median of the numbers on stdin (one per line; lines
 #                                       that are not numbers are ignored); prints "NA" if none
+#   rotate RUN ITEM...                  the items one per line, rotated left by RUN - 1: run 1
+#                                       keeps the given order (a table's columns), each later
+#                                       run starts one item further, so that no configuration
+#                                       always runs first or last of a run and a drift of the
+#                                       disk within a run spreads over all of them
 #
 # Mount points are compared with the second field of /proc/mounts, so paths with spaces or
 # other characters the kernel escapes there are not supported.
@@ -69,4 +74,14 @@ median() {
 			if (n % 2) printf "%.10g\n", v[(n - 1) / 2]
 			else printf "%.10g\n", (v[n / 2 - 1] + v[n / 2]) / 2
 		}'
+}
+
+rotate() {
+	local run=$1 n k i
+	shift
+	n=$#
+	for ((k = 0; k < n; k++)); do
+		i=$(((k + run - 1) % n + 1))
+		printf '%s\n' "${!i}"
+	done
 }

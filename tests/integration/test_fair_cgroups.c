@@ -322,14 +322,6 @@ Test(fair_cgroups, noop_shows_the_unfairness_cfq_removes)
 	mnt_cr_finish(&M);
 }
 
-/* rbytes of a group in io.stat, 0 while the group is not there yet */
-static uint64_t group_rbytes(const char *group)
-{
-	uint64_t v = 0;
-
-	return wl_iostat(&M, group, "rbytes", &v) == 0 ? v : 0;
-}
-
 /*
  * cache_ttl_ms = 0 means nothing about a caller is kept: neither cgroup/'s facts nor the
  * daemon's per-thread verdict (fs/classify.c). The test process moves itself between two
@@ -357,9 +349,9 @@ Test(fair_cgroups, with_cache_ttl_0_a_move_applies_to_the_very_next_request)
 		cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 		r = cgt_move(to, 0);
 		cr_assert_eq(r, 0, "moving the test into %s: %s", to->dir, strerror(-r));
-		b0 = group_rbytes(to->name);
+		b0 = wl_iostat_or_0(&M, to->name, "rbytes");
 		cr_assert_eq(pread(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
-		b1 = group_rbytes(to->name);
+		b1 = wl_iostat_or_0(&M, to->name, "rbytes");
 		cr_assert_eq(b1 - b0, sizeof(buf),
 			     "round %u: the first read after moving into %s was not charged to it "
 			     "(+%llu B)", round, to->name, (unsigned long long)(b1 - b0));

@@ -489,14 +489,6 @@ Test(reload, sighup_and_switches_under_load_lose_no_request, .timeout = 150)
 	mnt_cr_finish(&M);
 }
 
-/* rbytes of one group in io.stat, 0 while the group is not there yet */
-static uint64_t group_rbytes(const char *group)
-{
-	uint64_t v = 0;
-
-	return wl_iostat(&M, group, "rbytes", &v) == 0 ? v : 0;
-}
-
 /*
  * New rules reach a running process's very next request. cfqfs keeps a caller's verdict for a
  * few milliseconds between full classifications (fs/classify.c); a reload must drop those.
@@ -518,8 +510,7 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 	if (geteuid() != 0)
 		cr_skip("the rules match uid 0");
 	cr_assert_eq(ch_make_file(src_path(&M, "f"), 7, 1u << 20), 0);
-	put_conf(conf[0]);
-	wl_cr_mount(&M, conf[0], "direct_io");
+	wl_cr_mount(&M, conf[0], "direct_io"); /* the file put_conf() rewrites */
 	fd = open(mnt_path(&M, "f"), O_RDONLY);
 	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
 	for (unsigned round = 0; round < 10; round++) {
@@ -527,7 +518,7 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 		uint64_t b0, b1;
 
 		cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
-		cr_assert_gt(group_rbytes(group[round % 2]), 0, "round %u: not charged to %s",
+		cr_assert_gt(wl_iostat_or_0(&M, group[round % 2], "rbytes"), 0, "round %u: not charged to %s",
 			     round, group[round % 2]);
 		log_answers(&ok0, &kept0, err, sizeof(err));
 		put_conf(conf[next]);
@@ -540,9 +531,9 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 			cr_assert(ch_now() < t0 + REPLY_TIMEOUT_S, "no answer to SIGHUP");
 		}
 		cr_assert_eq(ok, ok0 + 1, "reload refused: %s", err);
-		b0 = group_rbytes(group[next]);
+		b0 = wl_iostat_or_0(&M, group[next], "rbytes");
 		cr_assert_eq(pread(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
-		b1 = group_rbytes(group[next]);
+		b1 = wl_iostat_or_0(&M, group[next], "rbytes");
 		cr_assert_eq(b1 - b0, sizeof(buf),
 			     "round %u (%u reads while the reload was answered): the first read "
 			     "after it was not charged to %s (+%" PRIu64 " B)", round, reads,

@@ -613,3 +613,10 @@ void wl_cr_fair_teardown(struct mnt *m, struct wl_run *r)
 	mnt_cr_teardown(m);
 	cgt_destroy_all();
 }
+
+uint64_t wl_iostat_or_0(struct mnt *m, const char *group, const char *key)
+{
+	uint64_t v = 0;
+
+	return wl_iostat(m, group, key, &v) == 0 ? v : 0;
+}

@@ -155,6 +155,10 @@ void wl_cr_mount(struct mnt *m, const char *conf_text, const char *opts);
  */
 int wl_iostat(struct mnt *m, const char *group, const char *key, uint64_t *val);
 
+/* wl_iostat()'s value, or 0 when the group (or io.stat) is not there: a group appears in
+ * io.stat with its first request. Cannot fail. */
+uint64_t wl_iostat_or_0(struct mnt *m, const char *group, const char *key);
+
 /*
  * The fairness suites' fixture: .init skips loudly without /dev/fuse or a usable cgroup
  * hierarchy (filling *h) and prepares the temp dirs of *m; .fini frees the workload run,
