@@ -518,8 +518,8 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 		uint64_t b0, b1;
 
 		cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
-		cr_assert_gt(wl_iostat_or_0(&M, group[round % 2], "rbytes"), 0, "round %u: not charged to %s",
-			     round, group[round % 2]);
+		cr_assert_gt(wl_iostat_or_0(&M, group[round % 2], "rbytes"), 0,
+			     "round %u: not charged to %s", round, group[round % 2]);
 		log_answers(&ok0, &kept0, err, sizeof(err));
 		put_conf(conf[next]);
 		cr_assert_eq(kill(M.pid, SIGHUP), 0);
