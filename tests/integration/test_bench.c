@@ -354,6 +354,15 @@ static void load_and_show(void)
 		err);
 }
 
+/* The run ended with exit status `want`; says how it ended otherwise. */
+static void expect_exit(int status, int want, const char *what)
+{
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == want,
+		  "%s: %s %d, expected exit status %d", what,
+		  WIFEXITED(status) ? "exit status" : "killed by signal",
+		  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), want);
+}
+
 /* After a run: nothing mounted, running or left in --dir; the cgroups of weights gone. */
 static void expect_nothing_left(void)
 {
@@ -566,10 +575,7 @@ Test(bench, all_quick, .timeout = 720)
 	load_and_show();
 	expect_nothing_left();
 	cr_assert(ended, "bench/all --quick did not finish within %d s", RUN_BOUND_MS / 1000);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		  "bench/all --quick: %s %d (stderr above)",
-		  WIFEXITED(status) ? "exit status" : "killed by signal",
-		  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	expect_exit(status, 0, "bench/all --quick (stderr above)");
 	cr_assert(strstr(out, "### bench/all done in"), "bench/all did not finish its loop");
 	for (size_t i = 0; i < N_EXPS; i++) {
 		char done[96];
@@ -637,10 +643,7 @@ Test(bench, interrupted_cleans_up, .timeout = 420)
 	cr_assert(seen, "the background load of bench/interactive never ran with the mount up");
 	expect_nothing_left();
 	cr_assert(ended, "bench/all did not stop within %d s of SIGINT", INT_BOUND_MS / 1000);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130,
-		  "bench/all after SIGINT: %s %d, expected exit status 130",
-		  WIFEXITED(status) ? "exit status" : "killed by signal",
-		  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	expect_exit(status, 130, "bench/all after SIGINT");
 	cr_expect(strstr(err, "### bench/all: interrupted"), "bench/all did not report the interrupt");
 	/* bench/all passes it on as SIGTERM (its scripts run in the background, ignoring SIGINT) */
 	cr_expect(strstr(err, "interactive: terminated"), "the script's trap did not run");
