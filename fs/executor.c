@@ -3,13 +3,23 @@
  * executor.c - worker threads around the pure scheduler core.
  *
  * The whole concurrency story of the data path:
- *   - submit (FUSE session thread): lock, sched_enqueue, signal one worker, unlock, return
- *     without replying;
- *   - worker: lock, now = clk_now(), sched_dispatch; if nothing, wait on the condition until
- *     sched_next_event() or a signal; else unlock, do the I/O, lock, sched_complete, unlock,
- *     reply to every request of the dispatched chain;
+ *   - submit (FUSE session thread): lock, sched_enqueue, then ask the scheduler at once: with
+ *     no emulated device the thread issues the first chain it is given itself (inline, saving
+ *     a hand-off); every further chain goes on the ready list and wakes one idle worker;
+ *     unlock; the request is answered by whoever issues it;
+ *   - issuing a chain: do the I/O (unlocked), lock, sched_complete, ask the scheduler again
+ *     (the first chain it gives is this thread's to issue next: a worker's always, a session
+ *     thread's a few times before it hands over; the rest go on the ready list as above),
+ *     unlock, reply to every request of the chain; its records go back to the pool the next
+ *     time this thread holds the lock, or one stays as the thread's spare for its next
+ *     request, so a session thread that issues its own request locks twice per request;
+ *   - worker: lock, take a ready chain or ask the scheduler; if nothing, wait on the condition
+ *     until a signal or, if no other worker already waits for it, sched_next_event();
  *   - interrupt (FUSE session thread): lock, sched_cancel; if the request was still queued,
- *     reply EINTR and recycle it; if it is in flight, let the worker finish it.
+ *     reply EINTR and recycle it; if it is in flight, let its issuer finish it.
+ * So a worker is woken only for a chain that is ready to issue or for a timer nobody waits
+ * for: never to find that the scheduler wants to wait (CFQ idling, or serving one queue while
+ * another's requests queue), which is what a wake-up on every enqueue used to cost.
  *
  * Request records (struct exec_req) come from a per-executor pool and return to it, never to
  * malloc, while the executor lives: libfuse may call the interrupt callback with a pointer to
@@ -46,26 +56,37 @@
 
 enum er_state {
 	ER_FREE = 0,	/* in the pool */
-	ER_NEW,		/* being built by the submitting thread */
+	ER_NEW,		/* being built by the submitting thread (a record from the pool; one
+			   from the thread's spare stays ER_RUNNING while built) */
 	ER_QUEUED,	/* in the scheduler, may be cancelled */
 	ER_RUNNING,	/* dispatched (or merged into a dispatched chain) */
 };
 
-/* One FUSE data request. Fields are written by the submitting thread before enqueue and by
- * the worker that owns it after dispatch; `state` and `next_free` are protected by ex->lock. */
+/* One FUSE data request. Fields are written by the thread that holds the record (the
+ * submitting thread before enqueue, the issuer after dispatch), except those said to be
+ * protected by ex->lock. */
 struct exec_req {
 	struct sched_rq rq;	 /* embedded scheduler node; container_of recovers the record */
-	fuse_req_t req;		 /* NULL when free */
+	fuse_req_t req;		 /* the request to answer; NULL when free */
+	fuse_req_t irq_req;	 /* `req` from enqueue on: what the interrupt callback compares
+				    (a stale callback may run while a thread reuses the record);
+				    protected by ex->lock */
 	struct executor *ex;	 /* owner, for the interrupt callback */
 	int fd;			 /* backing fd, borrowed from the file handle */
 	char *buf;		 /* read destination or write data */
 	size_t buf_cap;		 /* [bytes] allocated size of buf, kept across reuse */
 	ssize_t result;		 /* [bytes] transferred, or -errno */
+	sched_ns hold_until;	 /* [ns] chain head: the emulated device's completion time, given
+				    at dispatch; 0 without a device */
 	uint32_t charged_group;	 /* group whose load counts this record, if `charged` */
 	bool charged;		 /* counted in ex->load[charged_group]; protected by ex->lock */
 	uint64_t charged_bytes;	 /* [bytes] of write data counted there */
 	enum er_state state;	 /* protected by ex->lock */
-	struct exec_req *next_free; /* pool link, protected by ex->lock */
+	struct exec_req *next_free; /* pool link, ready-list link of a dispatched chain head
+				       (both protected by ex->lock), or link of a thread's
+				       answered records waiting to go back (that thread's) */
+	struct exec_req *all_next; /* every record of the executor, for exec_destroy;
+				      protected by ex->lock */
 };
 
 /* What one group holds in the daemon: records charged to it (queued or in flight). */
@@ -75,8 +96,13 @@ struct grp_load {
 };
 
 /*
- * Invariants (under lock): every record is either on the free list (ER_FREE) or owned by
- * exactly one of the scheduler (ER_QUEUED) or a worker (ER_RUNNING); nr_records counts all.
+ * Invariants (under lock): every record is on the free list (ER_FREE) or held by exactly one
+ * of: the scheduler (ER_QUEUED); one dispatched chain (ER_RUNNING: on the ready list or being
+ * issued by one thread); one thread, answered and uncharged on its way back to the pool or
+ * kept as its spare (ER_RUNNING, see spare_key), or taken from the spare to build a request
+ * (still ER_RUNNING until enqueued: an interrupt callback ignores it). `all` links every
+ * record and nr_records counts them. in_flight counts the chains, ready or being issued, and
+ * never exceeds depth.
  * load[g] sums the charged records of group g; pool_bytes sums buf_cap over the free list.
  */
 struct executor {
@@ -84,7 +110,13 @@ struct executor {
 	pthread_cond_t work;	   /* signalled on enqueue, completion and stop */
 	struct sched *sd;	   /* protected by lock */
 	struct exec_req *free_list; /* protected by lock */
+	struct exec_req *all;	   /* every record, linked by all_next; protected by lock */
 	size_t nr_records;	   /* protected by lock */
+	/* Each thread's spare record: the last one it answered, kept for its next request so
+	 * that a FUSE thread that issues its own requests (inline) takes the lock twice per
+	 * request (enqueue and completion), not four times. Returned to the pool at thread
+	 * exit by the key's destructor. */
+	pthread_key_t spare_key;
 	bool stopping;		   /* protected by lock */
 	struct exec_limits limits; /* protected by lock */
 	struct grp_load *load;	   /* [nr_load], indexed by group id; protected by lock */
@@ -92,8 +124,17 @@ struct executor {
 	sched_ns limit_warned;	   /* [ns] last limit warning; protected by lock */
 	size_t pool_bytes;	   /* [bytes] buffers kept by the free list; protected by lock */
 	struct dev_model *dev;	   /* emulated device or NULL; protected by lock */
-	unsigned in_flight;	   /* chains being issued, by workers or inline; protected by lock */
+	unsigned in_flight;	   /* chains dispatched and not completed (ready, or being issued
+				      by a worker or inline); protected by lock */
 	unsigned idle_workers;	   /* workers waiting on `work`; protected by lock */
+	struct exec_req *ready;	   /* dispatched chains no thread has taken yet, oldest first,
+				      linked by next_free; protected by lock */
+	struct exec_req *ready_tail; /* protected by lock */
+	/* [ns] the scheduler event (sched_next_event) a sleeping worker waits for, and that
+	 * worker (1..depth), or SCHED_NS_NEVER / 0 if none does; protected by lock */
+	sched_ns timer_at;
+	unsigned timer_owner;
+	unsigned nr_worker_ids;	   /* ids handed out; protected by lock */
 	bool inline_io;		   /* submitters may issue what they dispatch; immutable */
 	unsigned depth;		   /* worker count; immutable */
 	pthread_t *workers;	   /* [depth]; written by exec_start only */
@@ -119,13 +160,15 @@ static struct exec_req *er_get(struct executor *ex)
 	er = calloc(1, sizeof(*er));
 	if (er) {
 		er->ex = ex;
+		er->all_next = ex->all;
+		ex->all = er;
 		ex->nr_records++;
 	}
 	return er;
 }
 
-/* Returns a record to the pool, dropping its charge. Called with ex->lock held. */
-static void er_put(struct executor *ex, struct exec_req *er)
+/* Drops a record's charge on its group's load. Called with ex->lock held. */
+static void er_uncharge(struct executor *ex, struct exec_req *er)
 {
 	if (er->charged) {
 		struct grp_load *l = &ex->load[er->charged_group];
@@ -134,6 +177,12 @@ static void er_put(struct executor *ex, struct exec_req *er)
 		er->charged = false;
 		er->charged_bytes = 0;
 	}
+}
+
+/* Returns a record to the pool, dropping its charge. Called with ex->lock held. */
+static void er_put(struct executor *ex, struct exec_req *er)
+{
+	er_uncharge(ex, er);
 	if (ex->pool_bytes + er->buf_cap > EXEC_POOL_KEEP_BYTES) {
 		free(er->buf);
 		er->buf = NULL;
@@ -141,6 +190,7 @@ static void er_put(struct executor *ex, struct exec_req *er)
 	}
 	ex->pool_bytes += er->buf_cap;
 	er->req = NULL;
+	er->irq_req = NULL;
 	er->state = ER_FREE;
 	er->next_free = ex->free_list;
 	ex->free_list = er;
@@ -278,41 +328,117 @@ static void do_io(struct exec_req *head)
 		io_run(run, n);
 }
 
-/* Wakes one idle worker if requests are waiting and the depth allows another. Called with
- * ex->lock held. The chain of wake-ups replaces a broadcast: each worker that dispatches wakes
- * the next one while work remains, so idle workers sleep through light load. */
-static void wake_one_if_work(struct executor *ex)
-{
-	if (ex->idle_workers > 0 && ex->in_flight < ex->depth && sched_nr_queued(ex->sd) > 0)
-		pthread_cond_signal(&ex->work);
-}
+/* How many chains in a row a FUSE session thread issues (its own, then what completions free)
+ * before it hands the next one to a worker and goes back to reading requests. */
+#define EXEC_INLINE_CHAINS 4u
 
-/*
- * Issues a dispatched chain and answers it: device model (under the lock), I/O (outside),
- * completion (under), replies (outside). Called and returns with ex->lock held; the caller
- * has counted the chain in ex->in_flight.
- */
-static void run_chain(struct executor *ex, struct sched_rq *rq, sched_ns now)
+/* Next chain to issue, or NULL when the depth is used up or the scheduler says wait. Called
+ * with ex->lock held; counts the chain in flight, makes its records the issuer's and asks the
+ * emulated device (if any) when it completes: the model serialises on its heads like a real
+ * device, so it is asked at dispatch. */
+static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 {
-	struct exec_req *head = er_of(rq);
-	struct sched_rq *m;
+	struct sched_rq *rq, *m;
 
+	if (ex->in_flight >= ex->depth)
+		return NULL;
+	rq = sched_dispatch(ex->sd, now);
+	if (!rq)
+		return NULL;
+	ex->in_flight++;
 	for (m = rq; m; m = m->merge_next)
 		er_of(m)->state = ER_RUNNING;
-	/* The model serialises on its heads like a real device: ask it at dispatch. */
-	sched_ns done = ex->dev ? dev_issue(ex->dev, rq->file, rq->offset, rq->merged_len,
-					    rq->op == SCHED_OP_WRITE, now)
-				: 0;
+	er_of(rq)->hold_until = ex->dev ? dev_issue(ex->dev, rq->file, rq->offset, rq->merged_len,
+						    rq->op == SCHED_OP_WRITE, now)
+					: 0;
 	LOG_DEBUG("dispatch: queue %llu group %u %s %s off %llu len %llu (+%u merged)",
 		  (unsigned long long)rq->queue_key, rq->group,
 		  rq->flags & SCHED_RQ_SYNC ? "sync" : "async",
 		  rq->op == SCHED_OP_READ ? "read" : rq->op == SCHED_OP_WRITE ? "write" : "fsync",
 		  (unsigned long long)rq->offset, (unsigned long long)rq->merged_len, rq->nr_merged);
-	pthread_mutex_unlock(&ex->lock);
+	return rq;
+}
+
+/* Puts a thread's answered records (linked by next_free) back in the pool. Called with
+ * ex->lock held. */
+static void put_answered(struct executor *ex, struct exec_req **answered)
+{
+	while (*answered) {
+		struct exec_req *er = *answered;
+		*answered = er->next_free;
+		er_put(ex, er);
+	}
+}
+
+/* Puts a dispatched chain on the ready list for a worker and wakes one if any sleeps (if none
+ * does, every worker is between chains and looks at the list before it sleeps: in_flight
+ * counts this chain, so fewer than `depth` chains are being issued). Called with ex->lock
+ * held. */
+static void ready_push(struct executor *ex, struct sched_rq *rq)
+{
+	struct exec_req *er = er_of(rq);
+
+	er->next_free = NULL;
+	if (ex->ready_tail)
+		ex->ready_tail->next_free = er;
+	else
+		ex->ready = er;
+	ex->ready_tail = er;
+	if (ex->idle_workers > 0)
+		pthread_cond_signal(&ex->work);
+}
+
+/* The oldest ready chain, taken off the list, or NULL. Called with ex->lock held. */
+static struct sched_rq *ready_pop(struct executor *ex)
+{
+	struct exec_req *er = ex->ready;
+
+	if (!er)
+		return NULL;
+	ex->ready = er->next_free;
+	if (!ex->ready)
+		ex->ready_tail = NULL;
+	er->next_free = NULL;
+	return &er->rq;
+}
+
+/*
+ * After the scheduler's state changed (enqueue, completion, cancel): hands every chain it
+ * will dispatch now to the workers, then makes sure a worker waits for its next timer event
+ * if none does yet (a sleeping worker that owns an earlier or equal one is enough). Called
+ * with ex->lock held.
+ */
+static void dispatch_rest(struct executor *ex, sched_ns now)
+{
+	struct sched_rq *rq;
+	sched_ns when;
+
+	while ((rq = next_chain(ex, now)) != NULL)
+		ready_push(ex, rq);
+	when = sched_next_event(ex->sd);
+	if (when != SCHED_NS_NEVER && ex->idle_workers > 0 &&
+	    (ex->timer_at == SCHED_NS_NEVER || sched_time_after(ex->timer_at, when)))
+		pthread_cond_signal(&ex->work);
+}
+
+/*
+ * Issues a dispatched chain (counted in ex->in_flight by next_chain) and answers it: I/O and
+ * device hold (outside the lock), completion and the scheduler's next choice (under it),
+ * replies (outside). Called and returns without ex->lock. The chain's records go on
+ * *answered, which the caller puts back the next time it holds the lock (this call does so
+ * first thing under it). Returns the chain the caller should issue next (counted), or NULL;
+ * the scheduler's other chains went to the ready list.
+ */
+static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
+				  struct exec_req **answered)
+{
+	struct exec_req *head = er_of(rq);
+	struct sched_rq *m, *next;
+	sched_ns now;
 
 	do_io(head);
-	if (done)
-		clk_sleep_until(done);
+	if (head->hold_until)
+		clk_sleep_until(head->hold_until);
 
 	/* A chain is one completion; it failed if any member did (a later contiguous run of
 	 * the chain may fail while the head's succeeded), so the group's errors count it. */
@@ -321,69 +447,83 @@ static void run_chain(struct executor *ex, struct sched_rq *rq, sched_ns now)
 		if (er_of(m)->result < 0)
 			err = (int)er_of(m)->result;
 	pthread_mutex_lock(&ex->lock);
-	sched_complete(ex->sd, rq, err, clk_now());
+	put_answered(ex, answered);
+	now = clk_now();
+	sched_complete(ex->sd, rq, err, now);
 	ex->in_flight--;
-	/* The completion may let a waiting request go (quantum, idling, depth). */
-	wake_one_if_work(ex);
+	for (m = rq; m; m = m->merge_next)
+		er_uncharge(ex, er_of(m));
+	/* The completion may let requests go (quantum, idling, depth): take the first, hand
+	 * the rest to the workers, before replying. */
+	next = next_chain(ex, now);
+	dispatch_rest(ex, now);
 	pthread_mutex_unlock(&ex->lock);
 
-	/* Reply outside the lock; the chain is ours until the records go back. */
+	/* Reply outside the lock; the records are ours until they go back to the pool. */
 	for (m = rq; m;) {
-		struct sched_rq *next = m->merge_next;
-		reply_one(er_of(m));
-		m = next;
+		struct exec_req *er = er_of(m);
+		m = m->merge_next;
+		reply_one(er);
+		er->next_free = *answered;
+		*answered = er;
 	}
-	pthread_mutex_lock(&ex->lock);
-	for (m = rq; m;) {
-		struct sched_rq *next = m->merge_next;
-		er_put(ex, er_of(m));
-		m = next;
-	}
-}
-
-/* Next chain to issue, or NULL when the depth is used up or the scheduler says wait. Called
- * with ex->lock held; counts the chain in flight. */
-static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
-{
-	struct sched_rq *rq;
-
-	if (ex->in_flight >= ex->depth)
-		return NULL;
-	rq = sched_dispatch(ex->sd, now);
-	if (rq)
-		ex->in_flight++; /* run_chain() logs it */
-	return rq;
+	return next;
 }
 
 static void *worker_main(void *arg)
 {
 	struct executor *ex = arg;
+	struct exec_req *answered = NULL;
+	unsigned self;
 
+	/* top -H and /proc/PID/task/TID/comm tell the I/O workers from libfuse's threads */
+	(void)pthread_setname_np(pthread_self(), "cfqfs-io");
 	pthread_mutex_lock(&ex->lock);
+	self = ++ex->nr_worker_ids; /* 1..depth, for ex->timer_owner (0 = none) */
 	for (;;) {
 		sched_ns now = clk_now();
-		struct sched_rq *rq = next_chain(ex, now);
+		struct sched_rq *rq;
 
+		put_answered(ex, &answered);
+		rq = ready_pop(ex);
+		if (!rq)
+			rq = next_chain(ex, now);
 		if (!rq) {
+			/* (the ready list is empty: ready_pop found nothing) */
 			if (ex->stopping && sched_nr_queued(ex->sd) == 0)
 				break;
 			sched_ns when = sched_next_event(ex->sd);
 			sched_ns cap = now + EXEC_MAX_SLEEP_NS;
-			ex->idle_workers++;
 			if (when == SCHED_NS_NEVER || ex->in_flight >= ex->depth ||
 			    sched_time_after(when, cap))
 				when = cap;
+			else if (ex->timer_at == SCHED_NS_NEVER ||
+				 sched_time_after(ex->timer_at, when)) {
+				/* this worker comes back for the event; others need not */
+				ex->timer_at = when;
+				ex->timer_owner = self;
+			}
 			if (sched_time_after(when, now)) {
 				struct timespec ts = clk_to_timespec(when);
+				ex->idle_workers++;
 				pthread_cond_timedwait(&ex->work, &ex->lock, &ts);
+				ex->idle_workers--;
 			}
-			ex->idle_workers--;
+			if (ex->timer_owner == self) {
+				ex->timer_owner = 0;
+				ex->timer_at = SCHED_NS_NEVER;
+			}
 			continue;
 		}
-		/* More may be dispatchable right now: pass the baton before our I/O. */
-		wake_one_if_work(ex);
-		run_chain(ex, rq, now);
+		/* More may be dispatchable right now: hand it to the others before our I/O. */
+		dispatch_rest(ex, now);
+		pthread_mutex_unlock(&ex->lock);
+		while (rq)
+			rq = run_chain(ex, rq, &answered);
+		pthread_mutex_lock(&ex->lock);
 	}
+	/* Wake the others: one may sleep for a second since it found nothing to dispatch. */
+	pthread_cond_broadcast(&ex->work);
 	pthread_mutex_unlock(&ex->lock);
 	return NULL;
 }
@@ -396,14 +536,16 @@ static void on_interrupt(fuse_req_t req, void *data)
 	bool cancelled = false;
 
 	pthread_mutex_lock(&ex->lock);
-	if (er->req == req && er->state == ER_QUEUED &&
-	    sched_cancel(ex->sd, &er->rq, clk_now()) == 0) {
+	sched_ns now = clk_now();
+	if (er->irq_req == req && er->state == ER_QUEUED && sched_cancel(ex->sd, &er->rq, now) == 0) {
 		er->state = ER_RUNNING; /* ours now; nobody else will touch it */
 		cancelled = true;
+		/* Its queue may have been what the scheduler waited on. */
+		dispatch_rest(ex, now);
 	}
 	pthread_mutex_unlock(&ex->lock);
 	if (!cancelled)
-		return; /* in flight: the worker answers it */
+		return; /* dispatched: its issuer answers it */
 	fuse_reply_err(req, EINTR);
 	pthread_mutex_lock(&ex->lock);
 	er_put(ex, er);
@@ -411,6 +553,38 @@ static void on_interrupt(fuse_req_t req, void *data)
 }
 
 static void er_fail(struct executor *ex, struct exec_req *er, int err);
+
+/* This thread's spare record, taken (the thread now holds it), or NULL. No lock: only this
+ * thread touches its spare. */
+static struct exec_req *spare_take(struct executor *ex)
+{
+	struct exec_req *er = pthread_getspecific(ex->spare_key);
+
+	if (er)
+		(void)pthread_setspecific(ex->spare_key, NULL);
+	return er;
+}
+
+/* Keeps the first of this thread's answered records as its spare if it has none. */
+static void spare_keep(struct executor *ex, struct exec_req **answered)
+{
+	struct exec_req *er = *answered;
+
+	if (er && pthread_getspecific(ex->spare_key) == NULL &&
+	    pthread_setspecific(ex->spare_key, er) == 0)
+		*answered = er->next_free;
+}
+
+/* The key's destructor: a thread that exits gives its spare back to the pool. */
+static void spare_release(void *p)
+{
+	struct exec_req *er = p;
+	struct executor *ex = er->ex;
+
+	pthread_mutex_lock(&ex->lock);
+	er_put(ex, er);
+	pthread_mutex_unlock(&ex->lock);
+}
 
 /*
  * Charges a filled record to its group's load unless that would pass a limit (a group holding
@@ -469,9 +643,10 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
 
 /*
  * Enqueues a filled record. The interrupt callback is registered first: once the request is
- * queued a worker may answer it at any moment, after which `er->req` must not be touched. An
- * interrupt that arrives before the enqueue finds the record ER_NEW and is ignored (the request
- * is then served normally). On failure the request is answered here and the record recycled.
+ * queued another thread may answer it at any moment, after which `er->req` must not be
+ * touched. An interrupt that arrives before the enqueue finds the record not ER_QUEUED, or
+ * irq_req not yet set to this request, and is ignored (the request is then served normally).
+ * On failure the request is answered here and the record recycled.
  */
 static void submit(struct executor *ex, struct exec_req *er)
 {
@@ -491,22 +666,40 @@ static void submit(struct executor *ex, struct exec_req *er)
 	err = ex->stopping ? -ESHUTDOWN : charge(ex, er, now, &warn);
 	if (err == 0)
 		err = sched_enqueue(ex->sd, &er->rq, now);
+	struct sched_rq *rq = NULL;
 	if (err == 0) {
+		er->irq_req = er->req;
 		er->state = ER_QUEUED;
 		/*
-		 * Inline issue: when the depth has room, this thread asks the scheduler at once
-		 * and issues whatever it chooses (not necessarily our request), saving a hand-off
-		 * to a worker. The scheduler still decides; workers cover timers and backlog.
+		 * Inline issue: with no emulated device (whose hold would block this FUSE thread)
+		 * this thread takes the first chain the scheduler gives (not necessarily our
+		 * request) and issues it, and then what its completions let go, up to
+		 * EXEC_INLINE_CHAINS; the scheduler still decides. Anything else goes to the
+		 * workers, which also cover timers.
 		 */
-		struct sched_rq *rq = ex->inline_io ? next_chain(ex, now) : NULL;
-		if (rq) {
-			wake_one_if_work(ex);
-			run_chain(ex, rq, now);
-		} else {
-			wake_one_if_work(ex);
-		}
+		rq = ex->inline_io ? next_chain(ex, now) : NULL;
+		dispatch_rest(ex, now);
 	}
 	pthread_mutex_unlock(&ex->lock);
+	if (rq) {
+		struct exec_req *answered = NULL;
+
+		for (unsigned n = 0; rq; n++) {
+			if (n == EXEC_INLINE_CHAINS) {
+				pthread_mutex_lock(&ex->lock);
+				ready_push(ex, rq);
+				pthread_mutex_unlock(&ex->lock);
+				break;
+			}
+			rq = run_chain(ex, rq, &answered);
+		}
+		spare_keep(ex, &answered);
+		if (answered) {
+			pthread_mutex_lock(&ex->lock);
+			put_answered(ex, &answered);
+			pthread_mutex_unlock(&ex->lock);
+		}
+	}
 	if (warn)
 		LOG_WARN("group %u reached its queue limit (queue_limit, queue_limit_mb): further "
 			 "requests of it get EAGAIN until it drains (warned once per %llu s)",
@@ -520,20 +713,20 @@ static void submit(struct executor *ex, struct exec_req *er)
 
 static struct exec_req *er_new(struct executor *ex, fuse_req_t req, int fd)
 {
-	struct exec_req *er;
+	struct exec_req *er = spare_take(ex);
 
-	pthread_mutex_lock(&ex->lock);
-	er = er_get(ex);
-	if (er) {
-		/* Under the lock: a stale interrupt callback may compare these. */
-		er->req = req;
-		er->state = ER_NEW;
+	if (!er) {
+		pthread_mutex_lock(&ex->lock);
+		er = er_get(ex);
+		if (er)
+			er->state = ER_NEW; /* under the lock: an interrupt callback reads it */
+		pthread_mutex_unlock(&ex->lock);
 	}
-	pthread_mutex_unlock(&ex->lock);
 	if (!er) {
 		fuse_reply_err(req, ENOMEM);
 		return NULL;
 	}
+	er->req = req;
 	er->fd = fd;
 	er->result = 0;
 	return er;
@@ -645,6 +838,7 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 		goto out;
 	}
 	ex->depth = opts->depth;
+	ex->timer_at = SCHED_NS_NEVER;
 	ex->limits = opts->limits;
 	if (ex->limits.queue_limit == 0)
 		ex->limits.queue_limit = EXEC_QUEUE_LIMIT_DEFAULT;
@@ -669,7 +863,14 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 		e = -ENOMEM;
 		goto out_free_dev;
 	}
-	pthread_mutex_init(&ex->lock, NULL);
+	e = -pthread_key_create(&ex->spare_key, spare_release);
+	if (e)
+		goto out_free_sched;
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&ex->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ex->work, &ca);
@@ -677,6 +878,8 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 	*err = 0;
 	return ex;
 
+out_free_sched:
+	sched_destroy(ex->sd);
 out_free_dev:
 	dev_destroy(ex->dev);
 out_free_workers:
@@ -719,9 +922,13 @@ void exec_destroy(struct executor *ex)
 	if (!ex)
 		return;
 	stop_workers(ex, ex->started ? ex->depth : 0);
-	while (ex->free_list) {
-		struct exec_req *er = ex->free_list;
-		ex->free_list = er->next_free;
+	/* The session threads and the workers are gone, and gave their spares back on exit;
+	 * the calling thread's spare (single-threaded mode) is freed with the rest. Deleting
+	 * the key runs no destructor. */
+	(void)pthread_key_delete(ex->spare_key);
+	while (ex->all) {
+		struct exec_req *er = ex->all;
+		ex->all = er->all_next;
 		free(er->buf);
 		free(er);
 	}
