@@ -850,7 +850,7 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 		goto out_free;
 	}
 	/* An emulated device sleeps per I/O: keep that off the FUSE session threads. */
-	ex->inline_io = opts->device == NULL;
+	ex->inline_io = opts->inline_io && opts->device == NULL;
 	if (opts->device) {
 		ex->dev = dev_create(opts->device);
 		if (!ex->dev) {

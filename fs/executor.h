@@ -2,10 +2,12 @@
 /*
  * executor.h - the only threaded scheduling code: a pool of workers around the pure core.
  *
- * FUSE session threads call exec_read/exec_write/exec_fsync: they build a request, enqueue it
- * under the executor lock and return WITHOUT replying. A worker later takes the request that
- * sched_dispatch() chooses, performs the I/O on the backing fd outside the lock, completes it
- * in the core and sends the one FUSE reply (libfuse allows replying from any thread).
+ * FUSE session threads call exec_read/exec_write/exec_fsync: they build a request and enqueue
+ * it under the executor lock. Whoever issues a chain that sched_dispatch() chooses (a worker,
+ * or with exec_options.inline_io the submitting session thread itself) performs the I/O on the
+ * backing fd outside the lock, completes it in the core and sends the one FUSE reply to each
+ * of its requests (libfuse allows replying from any thread). So exec_* may return before or
+ * after the request is answered, and the caller must not touch `req` afterwards.
  *
  * Lock order: ex->lock is a leaf (nothing else is taken while holding it).
  */
@@ -56,6 +58,14 @@ struct exec_options {
 	/* Emulated device, or NULL: each I/O is held until the model's completion time (the
 	 * real I/O runs first; the hold covers what remains of the modelled service time). */
 	const struct dev_params *device;
+	/*
+	 * The FUSE session threads may issue what the scheduler dispatches to them, saving the
+	 * hand-off to a worker. A thread that issues a request SOURCE never answers is stuck
+	 * with it, and at most `depth` are; so set this only when the FUSE loop may run more
+	 * threads than `depth`, leaving one for everything else (never in single-threaded
+	 * mode). Ignored with an emulated device, whose hold would block the thread.
+	 */
+	bool inline_io;
 };
 
 /*

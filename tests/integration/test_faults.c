@@ -12,7 +12,9 @@
  *   - one stalled read (group A, depth=4, idling on as on a disk) holds one worker: readers in
  *     groups B and C keep being served while it is blocked;
  *   - depth (4) stalled reads hold every worker: other requests queue (nothing is served)
- *     until the release, after which every client finishes and the daemon exits 0.
+ *     until the release, after which every client finishes and the daemon exits 0;
+ *   - with a single-threaded FUSE loop (-s), or fewer FUSE threads than depth, hung reads
+ *     never hold the FUSE threads: metadata and the control files keep working.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -395,13 +397,9 @@ static int reap(size_t slot, double timeout_s)
 	return -1;
 }
 
-/* Rules: comm ff-stall* -> group A, ff-b* -> B, ff-c* -> C. Idling on, as on a disk. */
-static void stall_mount(void)
+/* back/plain and back/stall0 .. stall<DEPTH-1> */
+static void stall_files(void)
 {
-	snprintf(conf, sizeof(conf),
-		 "rules = ( { comm = \"ff-stall*\"; group = \"A\"; },\n"
-		 "          { comm = \"ff-b*\"; group = \"B\"; },\n"
-		 "          { comm = \"ff-c*\"; group = \"C\"; } );\n");
 	cr_assert_eq(ch_make_file(base_path(&M, "back/plain"), PLAIN_SEED, PLAIN_LEN), 0);
 	for (int i = 0; i < DEPTH; i++) {
 		char name[32];
@@ -409,6 +407,16 @@ static void stall_mount(void)
 		snprintf(name, sizeof(name), "back/stall%d", i);
 		cr_assert_eq(ch_make_file(base_path(&M, name), STALL_SEED, STALL_LEN), 0);
 	}
+}
+
+/* Rules: comm ff-stall* -> group A, ff-b* -> B, ff-c* -> C. Idling on, as on a disk. */
+static void stall_mount(void)
+{
+	snprintf(conf, sizeof(conf),
+		 "rules = ( { comm = \"ff-stall*\"; group = \"A\"; },\n"
+		 "          { comm = \"ff-b*\"; group = \"B\"; },\n"
+		 "          { comm = \"ff-c*\"; group = \"C\"; } );\n");
+	stall_files();
 	cfqfs_mount(conf, "direct_io,depth=4,slice_idle=8,group_idle=8");
 }
 
@@ -480,4 +488,99 @@ Test(faults, depth_stalled_reads_hold_every_worker_until_released)
 	expect_idle_scheduler("after the release");
 	expect_mount_works("after the release");
 	mnt_cr_finish(&M);
+}
+
+/*
+ * Child: through the mount, polls .cfqfs/stat.json (up to 5 s) until the requests in flight
+ * over all groups reach `want`, then stats back/plain's view. Exit 0 when both happened, 3 if
+ * the count never got there, 4 if the stat failed. A FUSE loop whose threads are all stuck
+ * in hung reads never answers, and the parent's reap() times out.
+ */
+static pid_t spawn_probe(size_t slot, unsigned want)
+{
+	char js_path[PATH_MAX], plain[PATH_MAX];
+	pid_t pid;
+
+	snprintf(js_path, sizeof(js_path), "%s", mnt_path(&M, ".cfqfs/stat.json"));
+	snprintf(plain, sizeof(plain), "%s", mnt_path(&M, "plain"));
+	pid = fork(); /* no cr_ call before the child leaves: it would deadlock */
+	if (pid == 0) {
+		static char js[1 << 16];
+		static const char key[] = "\"in_flight\":";
+		struct stat st;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (int i = 0; i < 100; i++) {
+			int fd = open(js_path, O_RDONLY | O_CLOEXEC);
+			ssize_t n = fd >= 0 ? read(fd, js, sizeof(js) - 1) : -1;
+			unsigned long long sum = 0;
+
+			if (fd >= 0)
+				close(fd);
+			js[n > 0 ? n : 0] = '\0';
+			for (const char *p = strstr(js, key); p; p = strstr(p + 1, key))
+				sum += strtoull(p + strlen(key), NULL, 10);
+			if (sum >= want)
+				_exit(stat(plain, &st) == 0 ? 0 : 4);
+			usleep(50000);
+		}
+		_exit(3);
+	}
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	kids[slot] = pid;
+	return pid;
+}
+
+/* Mounts with `args` (no config), hangs `nstall` reads on SOURCE and checks that the mount
+ * still answers metadata and control-file requests; then releases them. */
+static void hung_reads_leave_fuse_threads_free(const char *const *args, size_t nstall,
+					       const char *what)
+{
+	char name[32];
+	int rc, ret;
+
+	stall_files();
+	ret = mnt_start(&M, args);
+	if (ret != 0) {
+		mnt_dump_log(&M);
+		cr_assert_fail("%s: mounting failed: %s", what, strerror(-ret));
+	}
+	for (size_t i = 0; i < nstall; i++) {
+		snprintf(name, sizeof(name), "stall%zu", i);
+		spawn_reader(i, "ff-stall", mnt_path(&M, name), STALL_SEED, STALL_LEN);
+	}
+	spawn_probe(nstall, (unsigned)nstall);
+	rc = reap(nstall, 15);
+	cr_assert_eq(rc, 0, "%s: with %zu reads hung on SOURCE the mount %s", what, nstall,
+		     rc == -1   ? "stopped answering (stat.json and stat blocked for 15 s)"
+		     : rc == 3 ? "never showed them all in flight"
+			       : "failed the stat");
+	for (size_t i = 0; i < nstall; i++)
+		cr_assert(still_running(i), "%s: hung reader %zu finished before the release", what,
+			  i);
+	release_stalls();
+	for (size_t i = 0; i < nstall; i++) {
+		rc = reap(i, 20);
+		cr_assert_eq(rc, 0, "%s: reader %zu after the release: exit %d", what, i, rc);
+	}
+	expect_idle_scheduler("after the release");
+	expect_mount_works("after the release");
+	mnt_cr_finish(&M);
+}
+
+Test(faults, single_threaded_loop_answers_metadata_while_a_read_hangs)
+{
+	static const char *const args[] = { "-s", "-o", "direct_io,depth=4", NULL };
+
+	hung_reads_leave_fuse_threads_free(args, 1, "-s");
+}
+
+/* noop dispatches every queued read at once: a FUSE thread that issued what it was given
+ * would take one hung read each, and both would be stuck */
+Test(faults, fewer_fuse_threads_than_depth_answer_while_depth_reads_hang)
+{
+	static const char *const args[] = { "-o", "direct_io,depth=4,max_threads=2,scheduler=noop",
+					     NULL };
+
+	hung_reads_leave_fuse_threads_free(args, DEPTH, "max_threads=2, depth=4");
 }
