@@ -4,9 +4,10 @@
  *
  * The whole concurrency story of the data path:
  *   - submit (FUSE session thread): lock, sched_enqueue, then ask the scheduler at once: with
- *     no emulated device the thread issues the first chain it is given itself (inline, saving
- *     a hand-off); every further chain goes on the ready list and wakes one idle worker;
- *     unlock; the request is answered by whoever issues it;
+ *     inline issue on (exec_options.inline_io, never with an emulated device) the thread
+ *     issues the first chain it is given itself, saving a hand-off; every other chain goes on
+ *     the ready list and wakes one idle worker; unlock; the request is answered by whoever
+ *     issues it;
  *   - issuing a chain: do the I/O (unlocked), lock, sched_complete, ask the scheduler again
  *     (the first chain it gives is this thread's to issue next: a worker's always, a session
  *     thread's a few times before it hands over; the rest go on the ready list as above),
@@ -135,7 +136,8 @@ struct executor {
 	sched_ns timer_at;
 	unsigned timer_owner;
 	unsigned nr_worker_ids;	   /* ids handed out; protected by lock */
-	bool inline_io;		   /* submitters may issue what they dispatch; immutable */
+	bool inline_io;		   /* submitters may issue what they dispatch (exec_options.inline_io
+				      and no emulated device); immutable */
 	unsigned depth;		   /* worker count; immutable */
 	pthread_t *workers;	   /* [depth]; written by exec_start only */
 	bool started;		   /* workers running; written by exec_start only */
@@ -671,11 +673,10 @@ static void submit(struct executor *ex, struct exec_req *er)
 		er->irq_req = er->req;
 		er->state = ER_QUEUED;
 		/*
-		 * Inline issue: with no emulated device (whose hold would block this FUSE thread)
-		 * this thread takes the first chain the scheduler gives (not necessarily our
-		 * request) and issues it, and then what its completions let go, up to
-		 * EXEC_INLINE_CHAINS; the scheduler still decides. Anything else goes to the
-		 * workers, which also cover timers.
+		 * Inline issue (see exec_options.inline_io for when it is on): this thread takes
+		 * the first chain the scheduler gives (not necessarily our request) and issues it,
+		 * and then what its completions let go, up to EXEC_INLINE_CHAINS; the scheduler
+		 * still decides. Anything else goes to the workers, which also cover timers.
 		 */
 		rq = ex->inline_io ? next_chain(ex, now) : NULL;
 		dispatch_rest(ex, now);
