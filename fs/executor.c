@@ -404,23 +404,42 @@ static struct sched_rq *ready_pop(struct executor *ex)
 	return &er->rq;
 }
 
+/* Makes sure a worker waits for the scheduler's next timer event if none does yet (a
+ * sleeping worker that owns an earlier or equal one is enough). Called with ex->lock held. */
+static void arm_timer(struct executor *ex)
+{
+	sched_ns when = sched_next_event(ex->sd);
+
+	if (when != SCHED_NS_NEVER && ex->idle_workers > 0 &&
+	    (ex->timer_at == SCHED_NS_NEVER || sched_time_after(ex->timer_at, when)))
+		pthread_cond_signal(&ex->work);
+}
+
 /*
  * After the scheduler's state changed (enqueue, completion, cancel): hands every chain it
- * will dispatch now to the workers, then makes sure a worker waits for its next timer event
- * if none does yet (a sleeping worker that owns an earlier or equal one is enough). Called
- * with ex->lock held.
+ * will dispatch now to the workers, then arm_timer(). Called with ex->lock held.
  */
 static void dispatch_rest(struct executor *ex, sched_ns now)
 {
 	struct sched_rq *rq;
-	sched_ns when;
 
 	while ((rq = next_chain(ex, now)) != NULL)
 		ready_push(ex, rq);
-	when = sched_next_event(ex->sd);
-	if (when != SCHED_NS_NEVER && ex->idle_workers > 0 &&
-	    (ex->timer_at == SCHED_NS_NEVER || sched_time_after(ex->timer_at, when)))
-		pthread_cond_signal(&ex->work);
+	arm_timer(ex);
+}
+
+/* This thread's next chain and the rest to the workers, as dispatch_rest(); when the
+ * scheduler gives nothing, it is not asked a second time at the same instant. Called with
+ * ex->lock held. */
+static struct sched_rq *take_and_dispatch_rest(struct executor *ex, sched_ns now)
+{
+	struct sched_rq *rq = next_chain(ex, now);
+
+	if (rq)
+		dispatch_rest(ex, now);
+	else
+		arm_timer(ex);
+	return rq;
 }
 
 /*
@@ -457,8 +476,7 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 		er_uncharge(ex, er_of(m));
 	/* The completion may let requests go (quantum, idling, depth): take the first, hand
 	 * the rest to the workers, before replying. */
-	next = next_chain(ex, now);
-	dispatch_rest(ex, now);
+	next = take_and_dispatch_rest(ex, now);
 	pthread_mutex_unlock(&ex->lock);
 
 	/* Reply outside the lock; the records are ours until they go back to the pool. */
@@ -678,8 +696,10 @@ static void submit(struct executor *ex, struct exec_req *er)
 		 * and then what its completions let go, up to EXEC_INLINE_CHAINS; the scheduler
 		 * still decides. Anything else goes to the workers, which also cover timers.
 		 */
-		rq = ex->inline_io ? next_chain(ex, now) : NULL;
-		dispatch_rest(ex, now);
+		if (ex->inline_io)
+			rq = take_and_dispatch_rest(ex, now);
+		else
+			dispatch_rest(ex, now);
 	}
 	pthread_mutex_unlock(&ex->lock);
 	if (rq) {
