@@ -831,6 +831,11 @@ void exec_set_limits(struct executor *ex, const struct exec_limits *lim)
 	pthread_mutex_unlock(&ex->lock);
 }
 
+bool exec_issues_inline(const struct executor *ex)
+{
+	return ex->inline_io;
+}
+
 int exec_with_sched(struct executor *ex, int (*fn)(void *arg, struct sched *sd), void *arg)
 {
 	int r;

@@ -104,5 +104,8 @@ void exec_set_limits(struct executor *ex, const struct exec_limits *lim);
 /* Runs fn(arg, sd) under the executor lock (control files, stats, tunables). Returns fn's
  * value. fn must not block. */
 int exec_with_sched(struct executor *ex, int (*fn)(void *arg, struct sched *sd), void *arg);
+/* Whether FUSE session threads issue data I/O themselves (exec_options.inline_io, and no
+ * emulated device). Cannot fail. */
+bool exec_issues_inline(const struct executor *ex);
 
 #endif /* CFQFS_EXECUTOR_H */

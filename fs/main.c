@@ -478,8 +478,7 @@ static int copy_info(void *arg, struct sched *sd)
 }
 
 /* Start-up line: what the scheduler decided (IOPS or time mode, hw_tag) and the control dir. */
-static void log_sched_info(struct executor *ex, unsigned depth, bool inline_io,
-			   const char *ctl_dir)
+static void log_sched_info(struct executor *ex, unsigned depth, const char *ctl_dir)
 {
 	struct sched_info si;
 
@@ -487,7 +486,7 @@ static void log_sched_info(struct executor *ex, unsigned depth, bool inline_io,
 	LOG_INFO("scheduler %s: %s mode, hw_tag %d, depth %u (issued by %s); control directory "
 		 "%s%s",
 		 sched_policy_name(si.policy), si.iops_mode ? "IOPS" : "time", si.hw_tag, depth,
-		 inline_io ? "FUSE threads and workers" : "workers only",
+		 exec_issues_inline(ex) ? "FUSE threads and workers" : "workers only",
 		 ctl_dir[0] ? ctl_dir : "(disabled)", ctl_dir[0] ? "/" : "");
 }
 
@@ -647,7 +646,7 @@ int main(int argc, char **argv)
 	cfg_describe(&cfg, desc, sizeof(desc));
 	LOG_INFO("mounted %s on %s: %s; rotational=%s (%s)", src, mnt, desc,
 		 rotational ? "yes" : "no", why);
-	log_sched_info(ex, cfg.depth, eopts.inline_io && !eopts.device, cfg.ctl_dir);
+	log_sched_info(ex, cfg.depth, cfg.ctl_dir);
 
 	if (cl.single_thread) {
 		err = fuse_session_loop(se);
