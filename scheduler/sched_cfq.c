@@ -181,6 +181,29 @@ static bool slice_used(const struct sched_queue *q, sched_ns now)
 	return !sched_time_before(now, q->cfq.slice_end);
 }
 
+/*
+ * The active queue lingers: nothing of it or of anyone else is queued or in flight, and no
+ * idle timer runs. Its slice goes on (the kernel's lone queue keeps its slice across a gap, so
+ * a process that thinks between requests is not re-activated and re-charged for each one),
+ * and only its next request, another queue's arrival or the end of the slice ends it. The
+ * end of the slice is an event (cfq_next_event): the kernel would end the slice when the
+ * process exits, which the daemon cannot see, and without the event the queue of a killed
+ * client would stay live until the next I/O on the mount.
+ */
+static bool lingering(const struct cfq_data *cd)
+{
+	return cd->active && !cd->rq_queued && !cd->rq_in_driver &&
+	       cd->idle_timer == SCHED_NS_NEVER;
+}
+
+/* [ns] when a lingering active queue's slice is over: at once if it never got one */
+static sched_ns linger_end(const struct cfq_data *cd)
+{
+	const struct sched_queue *q = cd->active;
+
+	return cfqq_slice_new(q) ? 0 : q->cfq.slice_end;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Request choice within a queue (cfq_choose_req) */
 
@@ -668,8 +691,11 @@ static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
 
 	if (!q)
 		goto new_queue;
-	if (!cd->rq_queued)
+	if (!cd->rq_queued) {
+		if (lingering(cd) && !sched_time_before(now, linger_end(cd)))
+			slice_expired(sd, false, now);
 		return NULL;
+	}
 	/* we were waiting for the group to get backlogged: hand over now */
 	if (cfqq_wait_busy(q) && q->cfq.queued)
 		goto expire;
@@ -893,6 +919,8 @@ static sched_ns cfq_next_event(const struct sched *sd)
 	if (cd->inflight_wait != SCHED_NS_NEVER &&
 	    (cd->idle_timer == SCHED_NS_NEVER || sched_time_after(cd->idle_timer, cd->inflight_wait)))
 		return cd->inflight_wait;
+	if (lingering(cd))
+		return linger_end(cd);
 	return cd->idle_timer;
 }
 
@@ -1177,15 +1205,7 @@ static void cfq_complete(struct sched *sd, struct sched_rq *rq, sched_ns now)
 			slice_expired(sd, true, now);
 		else if (sync && empty)
 			arm_slice_timer(sd, now);
-		/*
-		 * Nothing queued anywhere, nothing in flight, no idle timer: no event would ever
-		 * end this slice, so the queue stayed active (and listed in .cfqfs/queues) until
-		 * the next arrival, however late, even after its process exited. The kernel ends
-		 * it when the io context goes away (cfq_exit_cfqq); the daemon sees no exits.
-		 */
-		if (cd->active == q && empty && !q->cfq.dispatched && !cd->rq_queued &&
-		    !cd->rq_in_driver && cd->idle_timer == SCHED_NS_NEVER)
-			slice_expired(sd, false, now);
+		/* else, if nothing is left anywhere, the queue lingers until its slice ends */
 	}
 }
 

@@ -790,18 +790,22 @@ Test(sched_core, foreach_queue_in_key_order)
 
 /*
  * With no idling (slice_idle = group_idle = 0), the active queue whose last request completes
- * while nothing else is queued or in flight must be released at once: no later event would
- * end its slice, so it stayed live (listed in .cfqfs/queues) even after its process exited.
+ * while nothing else is queued or in flight lingers: a request of its own that comes before
+ * the end of its slice continues the slice (one activation, as in the kernel), and the end of
+ * the slice is an event that releases the queue, so that the queue of a process that exited
+ * does not stay live (listed in .cfqfs/queues) until the next I/O on the mount.
  */
-Test(sched_core, cfq_lone_queue_is_released_when_its_last_request_completes)
+Test(sched_core, cfq_lone_queue_keeps_its_slice_across_a_gap_and_is_released_at_its_end)
 {
 	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
-	struct sched_rq r[2], *rq;
+	struct sched_rq r[3], *rq;
 	struct sched_info info;
+	struct sched_stats st;
+	sched_ns end;
 
 	cr_assert_eq(sched_tunable_set(sd, "slice_idle", 0), 0);
 	cr_assert_eq(sched_tunable_set(sd, "group_idle", 0), 0);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		mk(&r[i], 7, 0, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 1, (uint64_t)i * MIB,
 		   4 * KIB);
 	enq(sd, &r[0], 1 * MS);
@@ -809,22 +813,66 @@ Test(sched_core, cfq_lone_queue_is_released_when_its_last_request_completes)
 	rq = disp(sd, 2 * MS);
 	cr_assert_eq(rq, &r[0]);
 	done(sd, rq, 3 * MS);
-	sched_get_info(sd, &info);
-	cr_assert_eq(info.nr_queues, 1, "a queue with a request left must stay live");
 	rq = disp(sd, 4 * MS);
 	cr_assert_eq(rq, &r[1]);
 	done(sd, rq, 5 * MS);
+	/* the slice began at the first completion: it ends 100 ms (slice_sync) later */
+	end = sched_next_event(sd);
+	cr_assert_eq(end, 103 * MS, "next event %lld, want the slice end",
+		     (long long)end);
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.nr_queues, 1, "the lingering queue stays live within its slice");
+
+	/* its next request within the slice: served at once, in the same slice */
+	enq(sd, &r[2], 50 * MS);
+	rq = disp(sd, 50 * MS);
+	cr_assert_eq(rq, &r[2]);
+	done(sd, rq, 51 * MS);
+	cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+	cr_assert_eq(st.slices, 1, "one activation for the three requests, got %llu",
+		     (unsigned long long)st.slices);
+	cr_assert_eq(sched_next_event(sd), 103 * MS);
+
+	/* before the slice end nothing changes; at it, the queue goes */
+	cr_assert_null(disp(sd, 103 * MS - 1));
+	sched_get_info(sd, &info);
+	cr_assert_eq(info.nr_queues, 1);
+	cr_assert_null(disp(sd, 103 * MS));
 	cr_assert_eq(sched_next_event(sd), SCHED_NS_NEVER);
 	sched_get_info(sd, &info);
-	cr_assert_eq(info.nr_queues, 0, "the idle queue is still live (%llu live queues)",
+	cr_assert_eq(info.nr_queues, 0, "the queue is still live after its slice (%llu live)",
 		     (unsigned long long)info.nr_queues);
-	/* the same process coming back gets its queue again */
-	enq(sd, &r[0], 10 * MS);
-	rq = disp(sd, 10 * MS);
+	/* the same process coming back gets a queue and a slice again */
+	enq(sd, &r[0], 200 * MS);
+	rq = disp(sd, 200 * MS);
 	cr_assert_eq(rq, &r[0]);
+	done(sd, rq, 201 * MS);
+	cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+	cr_assert_eq(st.slices, 2);
+	check(sd);
+	sched_destroy(sd);
+}
+
+/* A lingering queue yields at once to another process's arrival (nothing to idle for). */
+Test(sched_core, cfq_lingering_queue_yields_to_another_queue_at_once)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq a, b, *rq;
+
+	cr_assert_eq(sched_tunable_set(sd, "slice_idle", 0), 0);
+	cr_assert_eq(sched_tunable_set(sd, "group_idle", 0), 0);
+	mk(&a, 7, 0, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 1, 0, 4 * KIB);
+	mk(&b, 8, 0, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 2, 0, 4 * KIB);
+	enq(sd, &a, 1 * MS);
+	rq = disp(sd, 1 * MS);
+	cr_assert_eq(rq, &a);
+	done(sd, rq, 2 * MS);
+	cr_assert_neq(sched_next_event(sd), SCHED_NS_NEVER);
+	enq(sd, &b, 10 * MS);
+	rq = disp(sd, 10 * MS);
+	cr_assert_eq(rq, &b, "the other queue waits behind a lingering one");
 	done(sd, rq, 11 * MS);
-	sched_get_info(sd, &info);
-	cr_assert_eq(info.nr_queues, 0);
+	check(sd);
 	sched_destroy(sd);
 }
 
