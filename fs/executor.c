@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,17 @@ struct exec_req {
 	int fd;			 /* backing fd, borrowed from the file handle */
 	char *buf;		 /* read destination or write data */
 	size_t buf_cap;		 /* [bytes] allocated size of buf, kept across reuse */
+	char *wsrc;		 /* write data as issued: buf, or the session thread's own buffer
+				    while `pinned` or while that thread issues the record itself */
+	bool pinned;		 /* write data still borrowed from the submitting session thread,
+				    which is copying it to buf: no other thread may issue the
+				    record's chain yet; protected by ex->lock */
+	bool irq_pending;	 /* interrupted while pinned: the submitter cancels it when it
+				    unpins; protected by ex->lock */
+	struct exec_req *pin_head; /* if pinned when dispatched: its chain's head; protected
+				      by ex->lock */
+	atomic_uint pins;	 /* chain head: members still pinned (set at dispatch, dropped by
+				    their submitters under ex->lock); the issuer waits for 0 */
 	ssize_t result;		 /* [bytes] transferred, or -errno */
 	sched_ns hold_until;	 /* [ns] chain head: the emulated device's completion time, given
 				    at dispatch; 0 without a device */
@@ -109,6 +121,8 @@ struct grp_load {
 struct executor {
 	pthread_mutex_t lock;
 	pthread_cond_t work;	   /* signalled on enqueue, completion and stop */
+	pthread_cond_t unpinned;   /* broadcast when a chain's last pinned member is unpinned */
+	unsigned pin_waiters;	   /* issuers waiting on `unpinned`; protected by lock */
 	struct sched *sd;	   /* protected by lock */
 	struct exec_req *free_list; /* protected by lock */
 	struct exec_req *all;	   /* every record, linked by all_next; protected by lock */
@@ -248,7 +262,7 @@ static void io_run(struct exec_req **members, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		iov[i].iov_base = members[i]->buf;
+		iov[i].iov_base = is_read ? members[i]->buf : members[i]->wsrc;
 		iov[i].iov_len = members[i]->rq.len;
 		want_total += members[i]->rq.len;
 	}
@@ -344,12 +358,29 @@ static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 
 	if (ex->in_flight >= ex->depth)
 		return NULL;
+	/* With nothing queued the scheduler can only act on a timer (idling, a slice's end):
+	 * before it is due it would give nothing. Saves the call after most completions. */
+	if (!sched_nr_queued(ex->sd)) {
+		sched_ns when = sched_next_event(ex->sd);
+
+		if (when == SCHED_NS_NEVER || sched_time_after(when, now))
+			return NULL;
+	}
 	rq = sched_dispatch(ex->sd, now);
 	if (!rq)
 		return NULL;
 	ex->in_flight++;
-	for (m = rq; m; m = m->merge_next)
-		er_of(m)->state = ER_RUNNING;
+	unsigned pins = 0;
+	for (m = rq; m; m = m->merge_next) {
+		struct exec_req *er = er_of(m);
+
+		er->state = ER_RUNNING;
+		if (er->pinned) {
+			er->pin_head = er_of(rq);
+			pins++;
+		}
+	}
+	atomic_store_explicit(&er_of(rq)->pins, pins, memory_order_relaxed);
 	er_of(rq)->hold_until = ex->dev ? dev_issue(ex->dev, rq->file, rq->offset, rq->merged_len,
 						    rq->op == SCHED_OP_WRITE, now)
 					: 0;
@@ -443,6 +474,38 @@ static struct sched_rq *take_and_dispatch_rest(struct executor *ex, sched_ns now
 }
 
 /*
+ * Zero-copy writes. A session thread that may issue requests itself (inline_io) enqueues a
+ * write with its data still in libfuse's buffer, which stays valid until the thread returns
+ * from the request. If the chain it is given to issue holds the write, the data goes from
+ * that buffer to SOURCE. Otherwise (the scheduler keeps the write queued, or another thread
+ * got it), the record stays `pinned` while the thread copies the data into the record's own
+ * buffer, outside the lock; an issuer given a chain with pinned members waits for them
+ * (for a memcpy, never for I/O: a submitter copies before it issues anything itself).
+ */
+
+/* A submitter's record is no longer pinned: it is in this thread's own chain, or its data
+ * is now in er->buf. Called with ex->lock held. */
+static void unpin(struct executor *ex, struct exec_req *er)
+{
+	er->pinned = false;
+	if (er->state == ER_RUNNING && /* dispatched while pinned: its head counts it */
+	    atomic_fetch_sub_explicit(&er->pin_head->pins, 1, memory_order_release) == 1 &&
+	    ex->pin_waiters)
+		pthread_cond_broadcast(&ex->unpinned);
+}
+
+/* Waits until no member of the chain is pinned. Called without ex->lock. */
+static void wait_unpinned(struct executor *ex, struct exec_req *head)
+{
+	pthread_mutex_lock(&ex->lock);
+	ex->pin_waiters++;
+	while (atomic_load_explicit(&head->pins, memory_order_acquire))
+		pthread_cond_wait(&ex->unpinned, &ex->lock);
+	ex->pin_waiters--;
+	pthread_mutex_unlock(&ex->lock);
+}
+
+/*
  * Issues a dispatched chain (counted in ex->in_flight by next_chain) and answers it: I/O and
  * device hold (outside the lock), completion and the scheduler's next choice (under it),
  * replies (outside). Called and returns without ex->lock. The chain's records go on
@@ -457,6 +520,9 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 	struct sched_rq *m, *next;
 	sched_ns now;
 
+	/* (acquire: pairs with unpin()'s release, so the members' copied data is visible) */
+	if (atomic_load_explicit(&head->pins, memory_order_acquire))
+		wait_unpinned(ex, head);
 	do_io(head);
 	if (head->hold_until)
 		clk_sleep_until(head->hold_until);
@@ -548,6 +614,29 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Withdraws a queued record (its caller was interrupted); true if it was still queued, and
+ * then the caller holds it and answers EINTR. Called with ex->lock held. */
+static bool cancel_queued(struct executor *ex, struct exec_req *er)
+{
+	sched_ns now = clk_now();
+
+	if (er->state != ER_QUEUED || sched_cancel(ex->sd, &er->rq, now) != 0)
+		return false;
+	er->state = ER_RUNNING; /* ours now; nobody else will touch it */
+	/* Its queue may have been what the scheduler waited on. */
+	dispatch_rest(ex, now);
+	return true;
+}
+
+/* Answers a cancelled record EINTR and recycles it. Called without ex->lock. */
+static void answer_cancelled(struct executor *ex, struct exec_req *er)
+{
+	fuse_reply_err(er->req, EINTR);
+	pthread_mutex_lock(&ex->lock);
+	er_put(ex, er);
+	pthread_mutex_unlock(&ex->lock);
+}
+
 /* libfuse calls this when the caller of a pending request was interrupted (usually killed). */
 static void on_interrupt(fuse_req_t req, void *data)
 {
@@ -556,20 +645,15 @@ static void on_interrupt(fuse_req_t req, void *data)
 	bool cancelled = false;
 
 	pthread_mutex_lock(&ex->lock);
-	sched_ns now = clk_now();
-	if (er->irq_req == req && er->state == ER_QUEUED && sched_cancel(ex->sd, &er->rq, now) == 0) {
-		er->state = ER_RUNNING; /* ours now; nobody else will touch it */
-		cancelled = true;
-		/* Its queue may have been what the scheduler waited on. */
-		dispatch_rest(ex, now);
+	if (er->irq_req == req && er->state == ER_QUEUED) {
+		if (er->pinned)
+			er->irq_pending = true; /* its submitter still copies into it */
+		else
+			cancelled = cancel_queued(ex, er);
 	}
 	pthread_mutex_unlock(&ex->lock);
-	if (!cancelled)
-		return; /* dispatched: its issuer answers it */
-	fuse_reply_err(req, EINTR);
-	pthread_mutex_lock(&ex->lock);
-	er_put(ex, er);
-	pthread_mutex_unlock(&ex->lock);
+	if (cancelled) /* else dispatched: its issuer answers it */
+		answer_cancelled(ex, er);
 }
 
 static void er_fail(struct executor *ex, struct exec_req *er, int err);
@@ -666,11 +750,13 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
  * queued another thread may answer it at any moment, after which `er->req` must not be
  * touched. An interrupt that arrives before the enqueue finds the record not ER_QUEUED, or
  * irq_req not yet set to this request, and is ignored (the request is then served normally).
- * On failure the request is answered here and the record recycled.
+ * On failure the request is answered here and the record recycled. `borrowed` [bytes]: a
+ * write whose data is still at er->wsrc in the session thread's buffer (see unpin()), 0 if
+ * none is.
  */
-static void submit(struct executor *ex, struct exec_req *er)
+static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 {
-	bool warn = false;
+	bool warn = false, copy = false;
 	uint32_t group;
 	int err;
 
@@ -690,6 +776,7 @@ static void submit(struct executor *ex, struct exec_req *er)
 	if (err == 0) {
 		er->irq_req = er->req;
 		er->state = ER_QUEUED;
+		er->pinned = borrowed > 0; /* until we know who issues it */
 		/*
 		 * Inline issue (see exec_options.inline_io for when it is on): this thread takes
 		 * the first chain the scheduler gives (not necessarily our request) and issues it,
@@ -700,8 +787,31 @@ static void submit(struct executor *ex, struct exec_req *er)
 			rq = take_and_dispatch_rest(ex, now);
 		else
 			dispatch_rest(ex, now);
+		if (er->pinned) {
+			if (rq && er->state == ER_RUNNING && er->pin_head == er_of(rq))
+				unpin(ex, er); /* we issue it, from libfuse's buffer */
+			else
+				copy = true;
+		}
 	}
 	pthread_mutex_unlock(&ex->lock);
+	if (copy) {
+		/* Queued, or in another thread's chain (which waits for this): the data must
+		 * outlive our return. er stays ours while pinned: no one can answer it. */
+		bool cancelled = false;
+
+		memcpy(er->buf, er->wsrc, borrowed);
+		pthread_mutex_lock(&ex->lock);
+		er->wsrc = er->buf;
+		unpin(ex, er);
+		if (er->irq_pending) {
+			er->irq_pending = false;
+			cancelled = cancel_queued(ex, er);
+		}
+		pthread_mutex_unlock(&ex->lock);
+		if (cancelled)
+			answer_cancelled(ex, er);
+	}
 	if (rq) {
 		struct exec_req *answered = NULL;
 
@@ -789,7 +899,7 @@ void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t o
 		return;
 	}
 	fill_rq(er, tag, SCHED_OP_READ, true, (uint64_t)off, size);
-	submit(ex, er);
+	submit(ex, er, 0);
 }
 
 void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec *in_buf,
@@ -800,8 +910,19 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 
 	if (!er)
 		return;
-	/* The incoming buffer belongs to the session thread and is reused once we return:
-	 * copy the data now (from memory or, with splice, from the pipe). */
+	/*
+	 * The incoming buffer belongs to the session thread and is reused once we return. If
+	 * this thread may issue the write itself and the data is in memory, submit() decides
+	 * whether a copy is needed; otherwise copy now (from memory or, with splice, the pipe).
+	 */
+	const struct fuse_buf *in = &in_buf->buf[0];
+	if (ex->inline_io && in_buf->count == 1 && in_buf->idx == 0 && in_buf->off == 0 &&
+	    !(in->flags & FUSE_BUF_IS_FD) && size > 0 && in->size == size) {
+		er->wsrc = in->mem;
+		fill_rq(er, tag, SCHED_OP_WRITE, tag->sync, (uint64_t)off, (uint64_t)size);
+		submit(ex, er, size);
+		return;
+	}
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
 	dst.buf[0].mem = er->buf;
 	ssize_t got = fuse_buf_copy(&dst, in_buf, 0);
@@ -809,8 +930,9 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 		er_fail(ex, er, (int)-got);
 		return;
 	}
+	er->wsrc = er->buf;
 	fill_rq(er, tag, SCHED_OP_WRITE, tag->sync, (uint64_t)off, (uint64_t)got);
-	submit(ex, er);
+	submit(ex, er, 0);
 }
 
 void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
@@ -821,7 +943,7 @@ void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
 	if (!er)
 		return;
 	fill_rq(er, tag, datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, true, 0, 0);
-	submit(ex, er);
+	submit(ex, er, 0);
 }
 
 void exec_set_limits(struct executor *ex, const struct exec_limits *lim)
@@ -901,6 +1023,7 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ex->work, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&ex->unpinned, NULL);
 	*err = 0;
 	return ex;
 
@@ -962,6 +1085,7 @@ void exec_destroy(struct executor *ex)
 	dev_destroy(ex->dev);
 	free(ex->load);
 	pthread_cond_destroy(&ex->work);
+	pthread_cond_destroy(&ex->unpinned);
 	pthread_mutex_destroy(&ex->lock);
 	free(ex->workers);
 	free(ex);
