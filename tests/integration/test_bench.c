@@ -197,11 +197,7 @@ static int entries_in(const char *dir)
 
 static void setup(void)
 {
-	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
-			mnt_fuse_unavailable_reason());
-	cr_assert_eq(mnt_prepare(&M), 0, "cannot make the temp dir");
+	mnt_cr_prepare(&M);
 	snprintf(work, sizeof(work), "%s/work", M.base);
 	snprintf(outdir, sizeof(outdir), "%s/out", M.base);
 	snprintf(out_path, sizeof(out_path), "%s/stdout", M.base);

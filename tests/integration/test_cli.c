@@ -27,11 +27,7 @@ static struct mnt M;
 /* Only the temp dirs here; each test mounts (or fails to) itself. */
 static void setup(void)
 {
-	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
-			mnt_fuse_unavailable_reason());
-	cr_assert_eq(mnt_prepare(&M), 0, "cannot make the temp dirs");
+	mnt_cr_prepare(&M);
 }
 
 static void teardown(void)

@@ -54,11 +54,7 @@ static struct shared *sh;
 
 static void init(void)
 {
-	mnt_sweep_stale();
-	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("/dev/fuse unavailable: %s", mnt_fuse_unavailable_reason());
-	cr_assert_eq(mnt_prepare(&m), 0);
+	mnt_cr_prepare(&m);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));

@@ -39,11 +39,7 @@ static struct mnt m;
 
 static void init(void)
 {
-	mnt_sweep_stale();
-	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("/dev/fuse unavailable: %s", mnt_fuse_unavailable_reason());
-	cr_assert_eq(mnt_prepare(&m), 0);
+	mnt_cr_prepare(&m);
 }
 
 static void fini(void)

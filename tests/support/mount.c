@@ -847,6 +847,19 @@ int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms)
 
 /* ---- Criterion glue ------------------------------------------------------------------------ */
 
+void mnt_cr_prepare(struct mnt *m)
+{
+	int ret;
+
+	umask(022);
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
+			mnt_fuse_unavailable_reason());
+	mnt_sweep_stale();
+	ret = mnt_prepare(m);
+	cr_assert_eq(ret, 0, "cannot make the temp dirs: %s", strerror(-ret));
+}
+
 void mnt_cr_setup(struct mnt *m, const char *const *extra_args)
 {
 	char st[64];

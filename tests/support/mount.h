@@ -156,6 +156,12 @@ int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms);
  * mounts (failing the test, with the daemon log, if that does not work).
  */
 void mnt_cr_setup(struct mnt *m, const char *const *extra_args);
+/*
+ * For a suite's .init whose tests start their own daemon: sets umask 022, cr_skip()s loudly
+ * when /dev/fuse is unavailable, removes stale leftovers (mnt_sweep_stale), then
+ * mnt_prepare()s (failing the test if that does not work).
+ */
+void mnt_cr_prepare(struct mnt *m);
 /* For a suite's .fini: mnt_teardown(), dumping the log if the daemon did not exit 0. */
 void mnt_cr_teardown(struct mnt *m);
 /*
