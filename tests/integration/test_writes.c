@@ -49,10 +49,11 @@ static void fini(void)
 
 TestSuite(writes, .init = init, .fini = fini, .timeout = 120);
 
-static void start(const char *opts)
+/* Mounts with -o opts, after `flag` (e.g. "-s") unless NULL. */
+static void start(const char *flag, const char *opts)
 {
-	const char *args[] = { "-o", opts, NULL };
-	int r = mnt_start(&m, args);
+	const char *with_flag[] = { flag, "-o", opts, NULL }, *plain[] = { "-o", opts, NULL };
+	int r = mnt_start(&m, flag ? with_flag : plain);
 
 	if (r != 0)
 		mnt_dump_log(&m);
@@ -155,34 +156,32 @@ static void concurrent(const char *name, size_t bs, int rounds, unsigned dsync_m
 
 Test(writes, small_writes_of_six_processes_all_land)
 {
-	start("direct_io,depth=1,max_threads=3");
+	start(NULL, "direct_io,depth=1,max_threads=3");
 	/* 4 KiB: the size of most small-file writes; three writers sync, three buffered */
 	concurrent("small", 4096, ROUNDS, 0x15);
-	/* odd size: chains of merged neighbours that are not page multiples */
+	/* odd size: writes at offsets and of lengths that are not page multiples */
 	concurrent("odd", 4096 + 512 + 3, ROUNDS, 0x0);
+	mnt_cr_finish(&m);
 }
 
 Test(writes, large_writes_of_six_processes_all_land)
 {
-	start("direct_io,depth=1,max_threads=3");
+	start(NULL, "direct_io,depth=1,max_threads=3");
 	/* a large copy is a wide window for an issuer that would not wait for it */
 	for (int i = 0; i < 4; i++) {
 		concurrent("large", 1u << 20, 8, 0x0);
 		concurrent("large-sync", 256u << 10, 16, 0x3f);
 	}
+	mnt_cr_finish(&m);
 }
 
 /* The same writes with the workers issuing everything (-s: no inline issue, data copied at
  * once): the reference behaviour the zero-copy path must match. */
 Test(writes, writes_land_with_workers_only)
 {
-	const char *args[] = { "-s", "-o", "direct_io,depth=2", NULL };
-	int r = mnt_start(&m, args);
-
-	if (r != 0)
-		mnt_dump_log(&m);
-	cr_assert_eq(r, 0, "mount: %s", strerror(-r));
+	start("-s", "direct_io,depth=2");
 	concurrent("workers", 4096, ROUNDS, 0x15);
+	mnt_cr_finish(&m);
 }
 
 /* queued= summed over io.stat's groups */
@@ -210,7 +209,7 @@ Test(writes, writers_killed_with_queued_writes_keep_what_they_synced, .timeout =
 	struct ch_client cl[WRITERS];
 	uint64_t acks = 0;
 
-	start("direct_io,depth=1,max_threads=3");
+	start(NULL, "direct_io,depth=1,max_threads=3");
 	for (unsigned round = 0; round < 12; round++) {
 		char rel[64];
 
