@@ -30,11 +30,14 @@
  */
 #include "executor.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -117,6 +120,9 @@ struct grp_load {
  * record and nr_records counts them. in_flight counts the chains, ready or being issued, and
  * never exceeds depth.
  * load[g] sums the charged records of group g; pool_bytes sums buf_cap over the free list.
+ * A pinned record is queued or in a dispatched chain, and a ready chain's head counts its
+ * pinned members in `pins`. check_locked() verifies these (debug builds: after every enqueue
+ * and completion, and at exec_destroy).
  */
 struct executor {
 	pthread_mutex_t lock;
@@ -160,6 +166,95 @@ struct executor {
 static struct exec_req *er_of(struct sched_rq *rq)
 {
 	return (struct exec_req *)((char *)rq - offsetof(struct exec_req, rq));
+}
+
+#define CHECK(cond, ...)                                  \
+	do {                                              \
+		if (!(cond)) {                            \
+			snprintf(buf, len, __VA_ARGS__); \
+			return -EINVAL;                   \
+		}                                         \
+	} while (0)
+
+/*
+ * The invariants of struct executor, record by record. Returns 0, or -EINVAL with the first
+ * violation described in buf. Called with ex->lock held; reads only fields it protects.
+ */
+static int check_locked(struct executor *ex, char *buf, size_t len)
+{
+	size_t n = 0, nfree = 0, pool = 0;
+	uint64_t creqs = 0, cbytes = 0, lreqs = 0, lbytes = 0;
+	unsigned ready = 0;
+	struct exec_req *er;
+
+	for (er = ex->all; er; er = er->all_next) {
+		CHECK(++n <= ex->nr_records, "more than nr_records (%zu) records on `all`",
+		      ex->nr_records);
+		CHECK(er->state <= ER_RUNNING, "record %zu: state %d", n, (int)er->state);
+		CHECK(er->state != ER_FREE || (!er->charged && !er->pinned),
+		      "record %zu: free but charged or pinned", n);
+		CHECK(!er->pinned || er->state == ER_QUEUED || er->state == ER_RUNNING,
+		      "record %zu: pinned in state %d", n, (int)er->state);
+		if (er->charged) {
+			CHECK(er->charged_group < ex->nr_load, "record %zu: charged to group %" PRIu32
+			      " of %zu", n, er->charged_group, ex->nr_load);
+			creqs++;
+			cbytes += er->charged_bytes;
+		}
+	}
+	CHECK(n == ex->nr_records, "%zu records on `all`, nr_records %zu", n, ex->nr_records);
+	for (er = ex->free_list; er; er = er->next_free) {
+		CHECK(++nfree <= n, "free list longer than `all` (a cycle?)");
+		CHECK(er->state == ER_FREE, "free-list record in state %d", (int)er->state);
+		pool += er->buf_cap;
+	}
+	CHECK(pool == ex->pool_bytes, "pool_bytes %zu, free list holds %zu", ex->pool_bytes, pool);
+	for (er = ex->ready; er; er = er->next_free) {
+		unsigned pins = 0;
+
+		CHECK(++ready <= ex->in_flight, "more ready chains than in_flight (%u)",
+		      ex->in_flight);
+		CHECK(er->state == ER_RUNNING, "ready chain head in state %d", (int)er->state);
+		CHECK(er->next_free || er == ex->ready_tail, "ready list ends before ready_tail");
+		for (struct sched_rq *m = &er->rq; m; m = m->merge_next)
+			pins += er_of(m)->pinned;
+		CHECK(pins == atomic_load_explicit(&er->pins, memory_order_relaxed),
+		      "ready chain: %u pinned members, head counts %u", pins,
+		      atomic_load_explicit(&er->pins, memory_order_relaxed));
+	}
+	CHECK(ex->in_flight <= ex->depth, "in_flight %u > depth %u", ex->in_flight, ex->depth);
+	for (size_t g = 0; g < ex->nr_load; g++) {
+		lreqs += ex->load[g].reqs;
+		lbytes += ex->load[g].bytes;
+	}
+	CHECK(lreqs == creqs && lbytes == cbytes,
+	      "load sums %" PRIu64 " requests / %" PRIu64 " bytes, charged records %" PRIu64
+	      " / %" PRIu64, lreqs, lbytes, creqs, cbytes);
+	return 0;
+}
+#undef CHECK
+
+int exec_check(struct executor *ex, char *buf, size_t len)
+{
+	pthread_mutex_lock(&ex->lock);
+	int r = check_locked(ex, buf, len);
+	pthread_mutex_unlock(&ex->lock);
+	return r;
+}
+
+/* Debug builds stop at the first broken invariant, where it broke. Called with ex->lock held. */
+static void paranoid_check(struct executor *ex)
+{
+#ifndef NDEBUG
+	char why[200];
+
+	if (check_locked(ex, why, sizeof(why)) != 0) {
+		LOG_ERR("executor invariant broken: %s", why);
+		assert(!"executor invariant broken");
+	}
+#else
+	(void)ex;
+#endif
 }
 
 /* Takes a record from the pool or allocates one. Called with ex->lock held. */
@@ -543,6 +638,7 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 	/* The completion may let requests go (quantum, idling, depth): take the first, hand
 	 * the rest to the workers, before replying. */
 	next = take_and_dispatch_rest(ex, now);
+	paranoid_check(ex);
 	pthread_mutex_unlock(&ex->lock);
 
 	/* Reply outside the lock; the records are ours until they go back to the pool. */
@@ -794,6 +890,7 @@ static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 				copy = true;
 		}
 	}
+	paranoid_check(ex);
 	pthread_mutex_unlock(&ex->lock);
 	if (copy) {
 		/* Queued, or in another thread's chain (which waits for this): the data must
@@ -808,6 +905,7 @@ static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 			er->irq_pending = false;
 			cancelled = cancel_queued(ex, er);
 		}
+		paranoid_check(ex);
 		pthread_mutex_unlock(&ex->lock);
 		if (cancelled)
 			answer_cancelled(ex, er);
@@ -1075,6 +1173,9 @@ void exec_destroy(struct executor *ex)
 	 * the calling thread's spare (single-threaded mode) is freed with the rest. Deleting
 	 * the key runs no destructor. */
 	(void)pthread_key_delete(ex->spare_key);
+	pthread_mutex_lock(&ex->lock);
+	paranoid_check(ex);
+	pthread_mutex_unlock(&ex->lock);
 	while (ex->all) {
 		struct exec_req *er = ex->all;
 		ex->all = er->all_next;

@@ -86,6 +86,14 @@ int exec_start(struct executor *ex);
 void exec_destroy(struct executor *ex);
 
 /*
+ * Checks the executor's invariants (every record in exactly one place, the free pool's and
+ * the groups' byte and request counts, the ready list, pinned writes; executor.c). Returns 0,
+ * or -EINVAL with the first violation described in buf. Takes the lock. Debug builds also
+ * check after every enqueue and completion and abort at the first violation.
+ */
+int exec_check(struct executor *ex, char *buf, size_t len);
+
+/*
  * The three data operations. Each replies to `req` exactly once, from a worker or, on an
  * immediate failure, from the caller's thread before returning. `fd` must stay open until the
  * reply (the kernel holds the file while the request is outstanding). Cannot fail.
