@@ -186,17 +186,10 @@ static uint64_t round_kill(unsigned round, unsigned nr_readers, unsigned nr_writ
 		}
 		usleep(20000);
 	}
-	for (unsigned i = 0; i < n; i++)
-		kill(cl[i].pid, SIGKILL);
+	int stuck = ch_kill_all(cl, n, 10000);
+	cr_assert_lt(stuck, 0, "round %u: client %d not gone 10 s after SIGKILL: a request the "
+		     "daemon never answered?", round, stuck);
 	for (unsigned i = 0; i < n; i++) {
-		int r = ch_reap(&cl[i], 10000);
-		if (r != 0) {
-			for (unsigned j = 0; j < n; j++)
-				ch_kill(&cl[j]);
-			cr_assert_fail("round %u: client %u not gone 10 s after SIGKILL (%s): a "
-				       "request the daemon never answered?",
-				       round, i, strerror(-r));
-		}
 		/* a client that ended before the kill hit an error or bad data */
 		cr_assert_eq(ch_exit_code(&cl[i]), 128 + SIGKILL,
 			     "round %u: %s %u ended by itself with code %d before the kill", round,

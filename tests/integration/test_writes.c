@@ -220,18 +220,10 @@ Test(writes, writers_killed_with_queued_writes_keep_what_they_synced, .timeout =
 			cr_assert_eq(r, 0, "spawn: %s", strerror(-r));
 		}
 		usleep((useconds_t)(20 + 5 * round) * 1000);
-		for (unsigned i = 0; i < WRITERS; i++)
-			kill(cl[i].pid, SIGKILL);
+		int stuck = ch_kill_all(cl, WRITERS, 10000);
+		cr_assert_lt(stuck, 0, "round %u: writer %d not gone 10 s after SIGKILL: a request "
+			     "the daemon never answered?", round, stuck);
 		for (unsigned i = 0; i < WRITERS; i++) {
-			int r = ch_reap(&cl[i], 10000);
-
-			if (r != 0) {
-				for (unsigned j = 0; j < WRITERS; j++)
-					ch_kill(&cl[j]);
-				cr_assert_fail("round %u: writer %u not gone 10 s after SIGKILL (%s): a "
-					       "request the daemon never answered?",
-					       round, i, strerror(-r));
-			}
 			cr_assert_eq(ch_exit_code(&cl[i]), 128 + SIGKILL,
 				     "round %u: writer %u ended by itself with code %d", round, i,
 				     ch_exit_code(&cl[i]));
@@ -240,7 +232,8 @@ Test(writes, writers_killed_with_queued_writes_keep_what_they_synced, .timeout =
 				continue;
 			uint64_t bad = 0;
 			snprintf(rel, sizeof(rel), "k%u.%u", round, i);
-			r = ch_verify_file(src_path(&m, rel), 0x200u * round + i, cl[i].acked, &bad);
+			int r = ch_verify_file(src_path(&m, rel), 0x200u * round + i, cl[i].acked,
+					       &bad);
 			cr_assert_eq(r, 0, "round %u: %s: synced data wrong at byte %llu of %llu", round,
 				     rel, (unsigned long long)bad, (unsigned long long)cl[i].acked);
 		}

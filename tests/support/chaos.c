@@ -234,6 +234,20 @@ void ch_kill(struct ch_client *c)
 	ch_reap(c, 5000);
 }
 
+int ch_kill_all(struct ch_client *cl, unsigned n, int timeout_ms)
+{
+	for (unsigned i = 0; i < n; i++)
+		kill(cl[i].pid, SIGKILL);
+	for (unsigned i = 0; i < n; i++) {
+		if (ch_reap(&cl[i], timeout_ms) != 0) {
+			for (unsigned j = 0; j < n; j++)
+				ch_kill(&cl[j]);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
 int ch_exit_code(const struct ch_client *c)
 {
 	if (!c->reaped)

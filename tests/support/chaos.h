@@ -66,6 +66,14 @@ int ch_reap(struct ch_client *c, int timeout_ms);
 /* SIGKILLs a started, unreaped child and reaps it (bounded, 5 s). Cannot fail. */
 void ch_kill(struct ch_client *c);
 
+/*
+ * SIGKILLs all n clients at once, then reaps each, waiting up to timeout_ms for each one.
+ * Returns -1 when every client is gone, else the index of the first that is not (its
+ * request never answered?); all the others are then killed and reaped with ch_kill(), so
+ * the caller may fail at once.
+ */
+int ch_kill_all(struct ch_client *cl, unsigned n, int timeout_ms);
+
 /* Exit code of a reaped child, 128 + signal if it was killed, -1 if not reaped. */
 int ch_exit_code(const struct ch_client *c);
 
