@@ -15,6 +15,11 @@
 #                                       run starts one item further, so that no configuration
 #                                       always runs first or last of a run and a drift of the
 #                                       disk within a run spreads over all of them
+#   pll_build_cmd OUT                   sets PLL_BUILD to the gcc command (pkg-config's flags
+#                                       go after it) that builds libfuse's passthrough_ll
+#                                       example, PLL_SRC, into OUT; -DHAVE_SETXATTR so that its
+#                                       xattr handling matches cfqfs's
+#   pll_compile OUT LOG                 runs that command, compiler messages into LOG
 #
 # Mount points are compared with the second field of /proc/mounts, so paths with spaces or
 # other characters the kernel escapes there are not supported.
@@ -84,4 +89,18 @@ rotate() {
 		i=$(((k + run - 1) % n + 1))
 		printf '%s\n' "${!i}"
 	done
+}
+
+# libfuse's low-level passthrough example (Debian package libfuse3-dev): the FUSE peer that
+# bench/overhead, bench/fsmark and bench/instr measure cfqfs against, all built the same way.
+PLL_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
+
+pll_build_cmd() {
+	PLL_BUILD=(gcc -O2 -Wall -DHAVE_SETXATTR -o "$1" "$PLL_SRC")
+}
+
+pll_compile() {
+	pll_build_cmd "$1"
+	# shellcheck disable=SC2046  # pkg-config prints several words on purpose
+	"${PLL_BUILD[@]}" $(pkg-config --cflags --libs fuse3) >"$2" 2>&1
 }
