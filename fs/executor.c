@@ -7,17 +7,20 @@
  *     inline issue on (exec_options.inline_io, never with an emulated device) the thread
  *     issues the first chain it is given itself, saving a hand-off; every other chain goes on
  *     the ready list and wakes one idle worker; unlock; the request is answered by whoever
- *     issues it;
- *   - issuing a chain: do the I/O (unlocked), lock, sched_complete, ask the scheduler again
- *     (the first chain it gives is this thread's to issue next: a worker's always, a session
- *     thread's a few times before it hands over; the rest go on the ready list as above),
+ *     issues it; a write whose chain is not this thread's is copied out of libfuse's buffer
+ *     after the unlock, pinned meanwhile (see "Zero-copy writes" below);
+ *   - issuing a chain: wait for its pinned members' copies if any (lock, condition); do the
+ *     I/O (unlocked), lock, sched_complete, ask the scheduler again (the first chain it
+ *     gives is this thread's to issue next: a worker's always, a session thread's a few
+ *     times before it hands over; the rest go on the ready list as above),
  *     unlock, reply to every request of the chain; its records go back to the pool the next
  *     time this thread holds the lock, or one stays as the thread's spare for its next
  *     request, so a session thread that issues its own request locks twice per request;
  *   - worker: lock, take a ready chain or ask the scheduler; if nothing, wait on the condition
  *     until a signal or, if no other worker already waits for it, sched_next_event();
  *   - interrupt (FUSE session thread): lock, sched_cancel; if the request was still queued,
- *     reply EINTR and recycle it; if it is in flight, let its issuer finish it.
+ *     reply EINTR and recycle it (a pinned one: its submitter does that after the copy); if
+ *     it is in flight, let its issuer finish it.
  * So a worker is woken only for a chain that is ready to issue or for a timer nobody waits
  * for: never to find that the scheduler wants to wait (CFQ idling, or serving one queue while
  * another's requests queue), which is what a wake-up on every enqueue used to cost.
