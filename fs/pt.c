@@ -355,6 +355,8 @@ void pt__destroy(void *userdata)
 {
 	struct pt_fs *fs = userdata;
 
-	/* Inodes stay until pt_destroy(): the session may still hand out requests' replies. */
+	/* Inodes stay until pt_destroy(): the session may still hand out requests' replies.
+	 * Blocked lock requests are answered now, while the session can still send. */
+	pt__locks_stop(fs->locks);
 	LOG_INFO("fuse: destroy, %zu inodes held", pt_itable_count(fs->it));
 }

@@ -156,17 +156,30 @@ void pt__cred_leave(struct pt_fs *fs, struct pt_cred *c);
  */
 int pt_ctl_lookup(struct pt_fs *fs, fuse_req_t req, struct fuse_entry_param *e);
 
-/* POSIX lock owners (pt_lock.c). create returns NULL on allocation failure; destroy closes
- * every owner's description. */
+/* POSIX lock owners and blocked lock requests (pt_lock.c). create returns NULL on allocation
+ * failure; destroy closes every owner's description (after pt__locks_stop if not yet done). */
 struct pt_locks;
 struct pt_locks *pt__locks_create(void);
 void pt__locks_destroy(struct pt_locks *tab);
+/* Answers every blocked lock request EINTR, stops the waiter thread, and makes later
+ * blocking requests fail with EINTR. Call while the session can still reply (its destroy
+ * callback). Idempotent; cannot fail. */
+void pt__locks_stop(struct pt_locks *tab);
+/* A lock of the mount may have gone (a handle closed): blocked requests are tried again.
+ * Cannot fail. Takes the table lock. */
+void pt__locks_changed(struct pt_locks *tab);
+/* Checks the waiter invariants (every record on exactly the list its state names). 0, or
+ * -EFAULT with a message in buf. Takes the table lock; debug builds also run it after every
+ * change and abort on failure. */
+int pt__locks_check(struct pt_locks *tab, char *buf, size_t len);
 /* Drops every lock `owner` holds on the handle's file (POSIX: any close() by the owner). Cannot
  * fail. Takes the owner table lock. */
 void pt__locks_flush(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner);
 void pt__getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
 void pt__setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
 	       int sleep);
+/* flock(2) on the handle (op as libfuse passes it: LOCK_SH/LOCK_EX/LOCK_UN, LOCK_NB). */
+void pt__flock(fuse_req_t req, struct fuse_file_info *fi, int op);
 
 /* Session callbacks in pt.c. */
 void pt__init(void *userdata, struct fuse_conn_info *conn);

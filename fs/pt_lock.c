@@ -15,18 +15,36 @@
  * Locks taken on SOURCE by processes outside the mount are seen and honoured (the backing
  * kernel arbitrates); their pid is reported as the backing kernel gives it.
  *
- * Blocking requests (F_SETLKW) wait on the FUSE session thread, so the multi-threaded loop is
- * required, and more blocked waiters than loop threads could stall the mount. An interrupted
- * waiter is not woken early (no FUSE interrupt handling here).
+ * Blocking requests (F_SETLKW, and flock without LOCK_NB) never sleep in the kernel on a FUSE
+ * session thread: a session thread that did would be lost to the mount until the lock came
+ * (a handful of waiters would stall every caller, metadata included), and could not be told
+ * to stop when its caller is killed. Instead each is tried without blocking; if it conflicts it
+ * becomes a waiter (struct lock_waiter) that one thread, "cfqfs-locks", tries again whenever a
+ * lock of the mount may have gone (an unlock, a close, a grant: `events`), and every
+ * PT_LOCK_POLL_MS for holders outside the mount, which send no event. So:
+ *   - an interrupt (the caller got a signal, or was killed) answers the waiter EINTR at once,
+ *     as the kernel's own lock wait does (the kernel restarts it after a handler that asks
+ *     for SA_RESTART);
+ *   - POSIX deadlocks between the mount's callers get EDEADLK, found as the kernel finds them
+ *     (follow "the holder of what I need waits for the holder of ...", at most
+ *     PT_DEADLOCK_STEPS hops); OFD locks on SOURCE would otherwise wait forever;
+ *   - flock has no deadlock detection (nor has the kernel's).
+ * Waiter records are never freed while the table lives (libfuse may call the interrupt
+ * callback with one that was just answered: it recognises that by req and state).
  *
- * Lock: tab->lock protects the buckets, each record's refs/dead and the list links. It is held
- * across non-blocking F_OFD_GETLK probes (which never sleep) and never across F_OFD_SETLKW.
+ * Lock: tab->lock protects the buckets, each record's refs/dead and the list links, and the
+ * waiters. It is held across non-blocking fcntl/flock calls (which never sleep) and across no
+ * blocking call.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -35,6 +53,14 @@
 /* Buckets of the owner table, keyed by backing inode so that every owner of one file sits in
  * one chain (F_GETLK walks them). Lock owners are few at any time: a fixed size suffices. */
 #define PT_LOCK_BUCKETS 256u
+/* Blocked requests at once; past it a blocking request fails with ENOLCK ("no locks
+ * available"), so a caller cannot make the daemon allocate without bound. */
+#define PT_LOCK_WAITERS_MAX 4096u
+/* [ms] how often waiters are tried again without an event: the longest a waiter can stay
+ * blocked after a process outside the mount releases the lock on SOURCE. */
+#define PT_LOCK_POLL_MS 20
+/* hops of the deadlock search (the kernel's MAX_DEADLK_ITERATIONS) */
+#define PT_DEADLOCK_STEPS 10
 
 /* One lock owner on one backing file. Invariant: in a chain iff !dead; freed (fd closed) when
  * dead and refs == 0. */
@@ -49,22 +75,70 @@ struct lock_owner {
 	struct lock_owner *next;   /* chain; protected by tab->lock */
 };
 
+enum waiter_state {
+	W_FREE,	     /* on the free list */
+	W_NEW,	     /* being set up by its session thread: not on the waiting list */
+	W_WAITING,   /* on the waiting list */
+	W_ANSWERING, /* taken off it; whoever did answers it with rc */
+};
+
+/* A blocking request that conflicted. Fields other than the links are the request's, set
+ * while W_NEW by its session thread. */
+struct lock_waiter {
+	fuse_req_t req;		   /* protected by tab->lock */
+	enum waiter_state state;   /* protected by tab->lock */
+	bool irq;		   /* interrupted while W_NEW; protected by tab->lock */
+	int rc;			   /* the answer (0 or -errno) once W_ANSWERING */
+	struct pt_locks *tab;	   /* immutable */
+	struct lock_owner *lo;	   /* POSIX: the owner, a reference held; NULL: flock */
+	struct flock fl;	   /* POSIX: what it asks for */
+	int fd;			   /* flock: the handle's descriptor (held open by the caller) */
+	int op;			   /* flock: LOCK_SH or LOCK_EX */
+	struct lock_waiter *next;  /* waiting list (FIFO) or free list; by tab->lock */
+	struct lock_waiter *all;   /* every record, for destroy; by tab->lock */
+};
+
 struct pt_locks {
 	pthread_mutex_t lock;			  /* the table lock (leaf) */
 	struct lock_owner *bucket[PT_LOCK_BUCKETS]; /* protected by lock */
+	/* Waiters. Invariant: a record is W_WAITING iff on `waiting`, W_FREE iff on `free`. */
+	struct lock_waiter *waiting;		  /* oldest first; protected by lock */
+	struct lock_waiter *free;		  /* protected by lock */
+	struct lock_waiter *all;		  /* protected by lock */
+	unsigned nr_records;			  /* allocated waiters; protected by lock */
+	uint64_t events;	 /* bumped when a lock may have gone; protected by lock */
+	pthread_cond_t wake;	 /* events or stop, for the thread */
+	pthread_t thread;	 /* "cfqfs-locks", started with the first waiter */
+	bool thread_started;	 /* protected by lock */
+	bool stop;		 /* no more waiting: pt__locks_stop; protected by lock */
 };
 
 struct pt_locks *pt__locks_create(void)
 {
 	struct pt_locks *tab = calloc(1, sizeof(*tab));
 
+	pthread_condattr_t ca;
+
 	if (!tab)
-		return NULL;
-	if (pthread_mutex_init(&tab->lock, NULL) != 0) {
-		free(tab);
-		return NULL;
+		goto out;
+	if (pthread_mutex_init(&tab->lock, NULL) != 0)
+		goto out_free;
+	if (pthread_condattr_init(&ca) != 0)
+		goto out_mutex;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (pthread_cond_init(&tab->wake, &ca) != 0) {
+		pthread_condattr_destroy(&ca);
+		goto out_mutex;
 	}
+	pthread_condattr_destroy(&ca);
 	return tab;
+
+out_mutex:
+	pthread_mutex_destroy(&tab->lock);
+out_free:
+	free(tab);
+out:
+	return NULL;
 }
 
 void pt__locks_destroy(struct pt_locks *tab)
@@ -73,6 +147,13 @@ void pt__locks_destroy(struct pt_locks *tab)
 
 	if (!tab)
 		return;
+	pt__locks_stop(tab); /* normally done already, by the session's destroy */
+	while (tab->all) {
+		struct lock_waiter *w = tab->all;
+
+		tab->all = w->all;
+		free(w);
+	}
 	for (i = 0; i < PT_LOCK_BUCKETS; i++) {
 		struct lock_owner *lo, *next;
 
@@ -82,6 +163,7 @@ void pt__locks_destroy(struct pt_locks *tab)
 			free(lo);
 		}
 	}
+	pthread_cond_destroy(&tab->wake);
 	pthread_mutex_destroy(&tab->lock);
 	free(tab);
 }
@@ -194,16 +276,17 @@ static void put_owner(struct pt_locks *tab, struct lock_owner *lo)
 
 /*
  * Which owner holds `found`, the conflicting lock F_OFD_GETLK reported for a request of type
- * `type`? A lock is invisible from its own description, so probing from each other owner's
- * description over found's range makes it vanish (or change) exactly for its holder.
- * Called with tab->lock held; the probes do not block. Returns the pid or 0 if unknown.
+ * `type` by owner `requester` on file (dev, ino)? A lock is invisible from its own description,
+ * so probing from each other owner's description over found's range makes it vanish (or
+ * change) exactly for its holder. Called with tab->lock held; the probes do not block.
+ * Returns NULL if no owner of the mount holds it (a process outside the mount does).
  */
-static pid_t holder_pid(struct pt_locks *tab, const struct pt_file *pf, uint64_t requester,
-			short type, const struct flock *found)
+static struct lock_owner *holder(struct pt_locks *tab, dev_t dev, ino_t ino, uint64_t requester,
+				 short type, const struct flock *found)
 {
 	struct lock_owner *lo;
 
-	for (lo = *chain(tab, pf->dev, pf->ino); lo; lo = lo->next) {
+	for (lo = *chain(tab, dev, ino); lo; lo = lo->next) {
 		struct flock probe = {
 			.l_type = type,
 			.l_whence = SEEK_SET,
@@ -211,15 +294,20 @@ static pid_t holder_pid(struct pt_locks *tab, const struct pt_file *pf, uint64_t
 			.l_len = found->l_len,
 		};
 
-		if (lo->dev != pf->dev || lo->ino != pf->ino || lo->owner == requester)
+		if (lo->dev != dev || lo->ino != ino || lo->owner == requester)
 			continue;
 		if (fcntl(lo->fd, F_OFD_GETLK, &probe) == -1)
 			continue;
 		if (probe.l_type == F_UNLCK || probe.l_type != found->l_type ||
 		    probe.l_start != found->l_start || probe.l_len != found->l_len)
-			return lo->pid;
+			return lo;
 	}
-	return 0;
+	return NULL;
+}
+
+static pid_t pid_of(const struct lock_owner *lo)
+{
+	return lo ? lo->pid : 0;
 }
 
 static int do_getlk(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner,
@@ -238,37 +326,371 @@ static int do_getlk(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner,
 	if (fcntl(lo ? lo->fd : pf->fd, F_OFD_GETLK, lock) == -1)
 		rc = -errno;
 	else if (lock->l_type != F_UNLCK && lock->l_pid == -1)
-		lock->l_pid = holder_pid(tab, pf, owner, type, lock);
+		lock->l_pid = pid_of(holder(tab, pf->dev, pf->ino, owner, type, lock));
 	pthread_mutex_unlock(&tab->lock);
 	return rc;
 }
 
-static int do_setlk(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner,
-		    struct flock *lock, bool sleep)
+/* ---------------------------------------------------------------------------------------- */
+/* Waiting                                                                                   */
+
+/* The waiter invariants (struct pt_locks). Called with tab->lock held. 0 or -EFAULT with a
+ * message in buf. */
+static int check_waiters(const struct pt_locks *tab, char *buf, size_t len)
 {
-	struct lock_owner *lo;
-	pid_t pid = lock->l_pid;
+	const struct lock_waiter *w;
+	unsigned n = 0, waiting = 0, free_n = 0;
+
+	for (w = tab->waiting; w; w = w->next, waiting++) {
+		if (w->state != W_WAITING || !w->req || waiting > tab->nr_records)
+			goto bad_waiting;
+		if (w->lo && (w->lo->refs == 0 || w->fl.l_type == F_UNLCK))
+			goto bad_waiting;
+	}
+	for (w = tab->free; w; w = w->next, free_n++)
+		if (w->state != W_FREE || w->req || w->lo || free_n > tab->nr_records)
+			goto bad_free;
+	for (w = tab->all; w; w = w->all) {
+		if (w->tab != tab || ++n > PT_LOCK_WAITERS_MAX)
+			goto bad_all;
+		waiting -= w->state == W_WAITING;
+		free_n -= w->state == W_FREE;
+	}
+	if (n != tab->nr_records || waiting || free_n)
+		goto bad_all;
+	return 0;
+
+bad_waiting:
+	snprintf(buf, len, "waiting list: record %u is not a live W_WAITING request", waiting);
+	return -EFAULT;
+bad_free:
+	snprintf(buf, len, "free list: record %u is in use", free_n);
+	return -EFAULT;
+bad_all:
+	snprintf(buf, len, "%u records for nr_records %u, or a list holds a record of another "
+		 "state", n, tab->nr_records);
+	return -EFAULT;
+}
+
+int pt__locks_check(struct pt_locks *tab, char *buf, size_t len)
+{
 	int rc;
 
-	if (lock->l_type == F_UNLCK) {
-		/* No record: the owner holds nothing here. Do not create one to unlock. */
-		pthread_mutex_lock(&fs->locks->lock);
-		lo = find(fs->locks, pf, owner);
-		if (lo)
-			lo->refs++;
-		pthread_mutex_unlock(&fs->locks->lock);
-		if (!lo)
-			return 0;
-	} else {
-		rc = get_owner(fs->locks, pf, owner, pid, &lo);
-		if (rc)
-			return rc;
-	}
-	lock->l_pid = 0;
-	rc = fcntl(lo->fd, sleep ? F_OFD_SETLKW : F_OFD_SETLK, lock) == -1 ? -errno : 0;
-	put_owner(fs->locks, lo);
+	pthread_mutex_lock(&tab->lock);
+	rc = check_waiters(tab, buf, len);
+	pthread_mutex_unlock(&tab->lock);
 	return rc;
 }
+
+/* Debug builds: abort at the first broken invariant. Called with tab->lock held. */
+static void paranoid_check(const struct pt_locks *tab)
+{
+#ifndef NDEBUG
+	char why[160];
+
+	if (check_waiters(tab, why, sizeof(why)) != 0) {
+		LOG_ERR("lock waiter invariant broken: %s", why);
+		assert(!"lock waiter invariant broken");
+	}
+#else
+	(void)tab;
+#endif
+}
+
+void pt__locks_changed(struct pt_locks *tab)
+{
+	pthread_mutex_lock(&tab->lock);
+	tab->events++;
+	if (tab->waiting)
+		pthread_cond_signal(&tab->wake);
+	pthread_mutex_unlock(&tab->lock);
+}
+
+/* Tries w's request without blocking: 0 granted, -EAGAIN still in conflict, else -errno.
+ * Called with tab->lock held. */
+static int try_waiter(const struct lock_waiter *w)
+{
+	if (w->lo) {
+		struct flock fl = w->fl;
+
+		if (fcntl(w->lo->fd, F_OFD_SETLK, &fl) == 0)
+			return 0;
+		return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
+	}
+	if (flock(w->fd, w->op | LOCK_NB) == 0)
+		return 0;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+/* The owner of the mount whose lock blocks `fl` as asked from `from`'s description, or NULL
+ * (no conflict any more, or a holder outside the mount). Called with tab->lock held. */
+static struct lock_owner *blocker_of(struct pt_locks *tab, const struct lock_owner *from,
+				     const struct flock *fl)
+{
+	struct flock probe = *fl;
+
+	probe.l_pid = 0;
+	if (fcntl(from->fd, F_OFD_GETLK, &probe) == -1 || probe.l_type == F_UNLCK)
+		return NULL;
+	return holder(tab, from->dev, from->ino, from->owner, fl->l_type, &probe);
+}
+
+/*
+ * Would POSIX waiter w (not yet on the list) wait for itself? Follows the chain of holders:
+ * the blocker's owner, if it waits (on any file of the mount), is blocked by another, and so
+ * on, as the kernel's posix_locks_deadlock does. Lock owners are processes (fi->lock_owner
+ * is the same for every file a process has open here). Called with tab->lock held.
+ */
+static bool deadlock(struct pt_locks *tab, const struct lock_waiter *w)
+{
+	const struct lock_owner *b = blocker_of(tab, w->lo, &w->fl);
+
+	for (int step = 0; b && step < PT_DEADLOCK_STEPS; step++) {
+		const struct lock_waiter *x;
+
+		if (b->owner == w->lo->owner)
+			return true;
+		for (x = tab->waiting; x && !(x->lo && x->lo->owner == b->owner); x = x->next)
+			;
+		if (!x)
+			return false;
+		b = blocker_of(tab, x->lo, &x->fl);
+	}
+	return false;
+}
+
+/* Answers a waiter taken off the list (W_ANSWERING, or W_NEW that never went on it) and
+ * recycles it. Called without tab->lock. */
+static void waiter_finish(struct lock_waiter *w)
+{
+	struct pt_locks *tab = w->tab;
+	struct lock_owner *lo = w->lo;
+	bool dead = false;
+
+	fuse_reply_err(w->req, -w->rc);
+	pthread_mutex_lock(&tab->lock);
+	if (lo)
+		dead = unref(lo);
+	w->req = NULL;
+	w->lo = NULL;
+	w->state = W_FREE;
+	w->next = tab->free;
+	tab->free = w;
+	if (w->rc == 0) {
+		/* a flock conversion gave up its old lock: others may go now */
+		tab->events++;
+		if (tab->waiting)
+			pthread_cond_signal(&tab->wake);
+	}
+	paranoid_check(tab);
+	pthread_mutex_unlock(&tab->lock);
+	if (dead)
+		free_owner(lo);
+}
+
+/* Unlinks w from the waiting list and marks it W_ANSWERING with rc. Called with tab->lock
+ * held. */
+static void waiter_take(struct pt_locks *tab, struct lock_waiter *w, int rc)
+{
+	struct lock_waiter **pp;
+
+	for (pp = &tab->waiting; *pp != w; pp = &(*pp)->next)
+		;
+	*pp = w->next;
+	w->next = NULL;
+	w->state = W_ANSWERING;
+	w->rc = rc;
+	paranoid_check(tab);
+}
+
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct lock_waiter *w = data;
+	struct pt_locks *tab = w->tab;
+	bool answer = false;
+
+	pthread_mutex_lock(&tab->lock);
+	if (w->req == req) {
+		if (w->state == W_NEW) {
+			w->irq = true;
+		} else if (w->state == W_WAITING) {
+			waiter_take(tab, w, -EINTR);
+			answer = true;
+		}
+	}
+	pthread_mutex_unlock(&tab->lock);
+	if (answer)
+		waiter_finish(w);
+}
+
+/*
+ * The waiter thread: each pass tries every waiter, oldest first, and answers those that got
+ * their lock (or an error). A pass runs after every event, and every PT_LOCK_POLL_MS while
+ * anyone waits.
+ */
+static void *waiter_main(void *arg)
+{
+	struct pt_locks *tab = arg;
+	uint64_t seen = 0;
+
+	(void)pthread_setname_np(pthread_self(), "cfqfs-locks");
+	pthread_mutex_lock(&tab->lock);
+	while (!tab->stop) {
+		struct lock_waiter *w, *next, *done = NULL;
+		struct timespec until;
+
+		if (tab->events == seen) {
+			/* bounded even with no waiter: a lost wake-up costs one period */
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_nsec += (tab->waiting ? PT_LOCK_POLL_MS : 1000) * 1000000L;
+			until.tv_sec += until.tv_nsec / 1000000000L;
+			until.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&tab->wake, &tab->lock, &until);
+			if (tab->stop)
+				break;
+		}
+		seen = tab->events;
+		for (w = tab->waiting; w; w = next) {
+			int rc = try_waiter(w);
+
+			next = w->next;
+			if (rc == -EAGAIN)
+				continue;
+			waiter_take(tab, w, rc);
+			w->next = done;
+			done = w;
+		}
+		if (!done)
+			continue;
+		pthread_mutex_unlock(&tab->lock);
+		for (w = done; w; w = next) {
+			next = w->next;
+			waiter_finish(w);
+		}
+		pthread_mutex_lock(&tab->lock);
+	}
+	pthread_mutex_unlock(&tab->lock);
+	return NULL;
+}
+
+/* A free waiter record, or NULL at PT_LOCK_WAITERS_MAX or out of memory. Called with
+ * tab->lock held. */
+static struct lock_waiter *waiter_get(struct pt_locks *tab)
+{
+	struct lock_waiter *w = tab->free;
+
+	if (w) {
+		tab->free = w->next;
+	} else {
+		if (tab->nr_records >= PT_LOCK_WAITERS_MAX || !(w = calloc(1, sizeof(*w))))
+			return NULL;
+		w->tab = tab;
+		w->all = tab->all;
+		tab->all = w;
+		tab->nr_records++;
+	}
+	w->next = NULL;
+	w->irq = false;
+	w->state = W_NEW;
+	return w;
+}
+
+/*
+ * Serves a blocking request: granted at once, refused (deadlock, error), or queued for the
+ * waiter thread. Exactly one answer to req, by whoever takes the record off W_NEW/W_WAITING.
+ * `lo` (POSIX; a reference the waiter takes over) or fd/op (flock).
+ */
+static void wait_for(struct pt_locks *tab, fuse_req_t req, struct lock_owner *lo,
+		     const struct flock *fl, int fd, int op)
+{
+	struct lock_waiter *w;
+	int rc;
+
+	pthread_mutex_lock(&tab->lock);
+	w = waiter_get(tab);
+	if (!w) {
+		bool dead = lo && unref(lo);
+
+		pthread_mutex_unlock(&tab->lock);
+		if (dead)
+			free_owner(lo);
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	w->req = req;
+	w->lo = lo;
+	if (fl) {
+		w->fl = *fl;
+		w->fl.l_pid = 0;
+	}
+	w->fd = fd;
+	w->op = op;
+	pthread_mutex_unlock(&tab->lock);
+	/* Before anyone else can see w: if the request is already interrupted, this calls
+	 * on_interrupt at once, which only marks it. */
+	fuse_req_interrupt_func(req, on_interrupt, w);
+	pthread_mutex_lock(&tab->lock);
+	if (w->irq || tab->stop) {
+		rc = -EINTR;
+	} else {
+		rc = try_waiter(w);
+		if (rc == -EAGAIN && !w->lo)
+			tab->events++; /* a flock conversion gave up its old lock trying */
+		if (rc == -EAGAIN) {
+			if (w->lo && deadlock(tab, w)) {
+				rc = -EDEADLK;
+			} else if (!tab->thread_started &&
+				   pthread_create(&tab->thread, NULL, waiter_main, tab) != 0) {
+				LOG_WARN("cannot start the lock waiter thread: blocking locks fail "
+					 "with ENOLCK");
+				rc = -ENOLCK;
+			} else {
+				struct lock_waiter **pp;
+
+				tab->thread_started = true;
+				for (pp = &tab->waiting; *pp; pp = &(*pp)->next)
+					;
+				*pp = w;
+				w->state = W_WAITING;
+				paranoid_check(tab);
+				pthread_cond_signal(&tab->wake); /* poll while it waits */
+				pthread_mutex_unlock(&tab->lock);
+				return;
+			}
+		}
+	}
+	w->state = W_ANSWERING;
+	w->rc = rc;
+	pthread_mutex_unlock(&tab->lock);
+	waiter_finish(w);
+}
+
+void pt__locks_stop(struct pt_locks *tab)
+{
+	struct lock_waiter *w;
+
+	pthread_mutex_lock(&tab->lock);
+	tab->stop = true;
+	pthread_cond_signal(&tab->wake);
+	pthread_mutex_unlock(&tab->lock);
+	if (tab->thread_started) {
+		pthread_join(tab->thread, NULL);
+		tab->thread_started = false;
+	}
+	for (;;) {
+		pthread_mutex_lock(&tab->lock);
+		w = tab->waiting;
+		if (w)
+			waiter_take(tab, w, -EINTR);
+		pthread_mutex_unlock(&tab->lock);
+		if (!w)
+			break;
+		waiter_finish(w);
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Requests                                                                                  */
 
 void pt__locks_flush(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner)
 {
@@ -292,6 +714,8 @@ void pt__locks_flush(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner)
 	 * does. A request still using it closes it when done (its lock then goes too). */
 	if (dead)
 		free_owner(lo);
+	if (lo)
+		pt__locks_changed(tab);
 }
 
 void pt__getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
@@ -309,9 +733,55 @@ void pt__getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct
 void pt__setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
 	       int sleep)
 {
+	struct pt_fs *fs = pt__fs(req);
+	const struct pt_file *pf = pt__file(fi);
+	struct lock_owner *lo;
 	int rc;
 
 	(void)ino;
-	rc = do_setlk(pt__fs(req), pt__file(fi), fi->lock_owner, lock, sleep != 0);
+	if (lock->l_type == F_UNLCK) {
+		/* No record: the owner holds nothing here. Do not create one to unlock. */
+		pthread_mutex_lock(&fs->locks->lock);
+		lo = find(fs->locks, pf, fi->lock_owner);
+		if (lo)
+			lo->refs++;
+		pthread_mutex_unlock(&fs->locks->lock);
+		if (!lo) {
+			fuse_reply_err(req, 0);
+			return;
+		}
+	} else {
+		rc = get_owner(fs->locks, pf, fi->lock_owner, lock->l_pid, &lo);
+		if (rc) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
+	}
+	lock->l_pid = 0; /* required by the OFD commands */
+	if (sleep && lock->l_type != F_UNLCK) {
+		wait_for(fs->locks, req, lo, lock, -1, 0);
+		return;
+	}
+	rc = fcntl(lo->fd, F_OFD_SETLK, lock) == -1 ? -errno : 0;
+	put_owner(fs->locks, lo);
+	if (rc == 0)
+		pt__locks_changed(fs->locks); /* an unlock, or a lock changed type or range */
+	fuse_reply_err(req, -rc);
+}
+
+void pt__flock(fuse_req_t req, struct fuse_file_info *fi, int op)
+{
+	struct pt_locks *tab = pt__fs(req)->locks;
+	int fd = pt__file(fi)->fd, rc;
+
+	/* flock locks belong to the open file description, which is exactly one FUSE handle
+	 * here, so semantics match. */
+	if (!(op & (LOCK_NB | LOCK_UN))) {
+		wait_for(tab, req, NULL, NULL, fd, op);
+		return;
+	}
+	rc = flock(fd, op) == -1 ? -errno : 0;
+	/* even a refused conversion gives up the old lock (flock(2) on Linux) */
+	pt__locks_changed(tab);
 	fuse_reply_err(req, -rc);
 }

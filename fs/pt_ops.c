@@ -898,8 +898,9 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	pt__file_unlink(pt__fs(req), pt__file(fi));
-	/* Closing the fd also drops the handle's flock locks. */
+	/* Closing the fd also drops the handle's flock locks: blocked requests may go. */
 	file_free(pt__file(fi));
+	pt__locks_changed(pt__fs(req)->locks);
 	fuse_reply_err(req, 0);
 }
 
@@ -958,14 +959,8 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 
 static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
-	int rc = 0;
-
 	CTL_GUARD_ERR(ino, ENOLCK);
-	/* flock locks belong to the open file description, which is exactly one FUSE handle
-	 * here, so semantics match. A blocking request waits on the session thread. */
-	if (flock(pt__file(fi)->fd, op) == -1)
-		rc = -errno;
-	reply_err(req, rc);
+	pt__flock(req, fi, op);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * lock_waits: blocking lock requests (F_SETLKW, flock without LOCK_NB) through the mount.
+ * They must behave as the kernel's own lock waits do: a signal interrupts them (EINTR), a
+ * killed waiter goes at once, a deadlock between two processes gets EDEADLK, and however many
+ * wait, the mount keeps serving everyone else (the mount here has only 2 FUSE threads). A
+ * lock held on SOURCE by a process outside the mount is waited for too.
+ *
+ * Children are plain forks that report through their exit status: no cr_* call in a child
+ * (even a passing assert talks to the runner and hangs it).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+static struct mnt M;
+
+static void setup(void)
+{
+	/* Two FUSE threads: the old daemon slept in the kernel on one per blocked request. */
+	static const char *const args[] = { "-o", "max_threads=2,max_idle_threads=2", NULL };
+
+	mnt_cr_setup(&M, args);
+}
+
+static void teardown(void)
+{
+	mnt_cr_teardown(&M);
+}
+
+TestSuite(lock_waits, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Exit codes of the children */
+enum { GOT_LOCK = 0, GOT_EINTR = 3, GOT_EDEADLK = 4, GOT_OTHER = 5, CHILD_SETUP = 6 };
+
+static int code_of(int rc)
+{
+	if (rc == 0)
+		return GOT_LOCK;
+	return errno == EINTR ? GOT_EINTR : errno == EDEADLK ? GOT_EDEADLK : GOT_OTHER;
+}
+
+/* fcntl record lock on [start, start + len), cmd F_SETLK or F_SETLKW: 0 or -1 with errno. */
+static int range_lock(int fd, int cmd, short type, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+
+	return fcntl(fd, cmd, &fl);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* In a child: SIGALRM in `secs` interrupts the call in progress (no SA_RESTART). */
+static void interrupt_in(unsigned secs)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(secs);
+}
+
+/* Waits up to timeout_ms for pid; returns its exit code, 128 + signal, or -1 on timeout
+ * (after which the child is killed and reaped). */
+static int wait_child(pid_t pid, int timeout_ms)
+{
+	int status;
+
+	for (int waited = 0; waited <= timeout_ms; waited += 10) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		usleep(10 * 1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+static bool still_running(pid_t pid)
+{
+	int status;
+
+	return waitpid(pid, &status, WNOHANG) == 0;
+}
+
+static pid_t fork_or_fail(void)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) /* not cr_assert: the child would run it too (a passing one talks as well) */
+		cr_assert_fail("fork: %s", strerror(errno));
+	return pid;
+}
+
+static int open_rw(const char *rel)
+{
+	int fd = open(mnt_path(&M, rel), O_RDWR);
+
+	cr_assert_geq(fd, 0, "open %s: %s", rel, strerror(errno));
+	return fd;
+}
+
+/* A child that blocks for a write lock on [0, 100) of `rel` (F_SETLKW) or an exclusive flock,
+ * with a 20 s safety alarm; exits with the code of the outcome. */
+static pid_t spawn_waiter(const char *rel, bool use_flock)
+{
+	pid_t pid = fork_or_fail();
+
+	if (pid == 0) {
+		int fd = open(mnt_path(&M, rel), O_RDWR);
+
+		if (fd < 0)
+			_exit(CHILD_SETUP);
+		alarm(20); /* default action: the child dies, the test sees 128 + SIGALRM */
+		_exit(code_of(use_flock ? flock(fd, LOCK_EX)
+					: range_lock(fd, F_SETLKW, F_WRLCK, 0, 100)));
+	}
+	return pid;
+}
+
+Test(lock_waits, a_signal_interrupts_a_blocked_lock_request_with_eintr)
+{
+	int fd;
+	pid_t pid;
+
+	cr_assert_eq(mnt_put(src_path(&M, "sig"), "x", 1, 0644), 0);
+	fd = open_rw("sig");
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 100));
+	MNT_EXPECT_OK(flock(fd, LOCK_EX));
+	for (int use_flock = 0; use_flock < 2; use_flock++) {
+		pid = fork_or_fail();
+		if (pid == 0) {
+			int cfd = open(mnt_path(&M, "sig"), O_RDWR);
+
+			if (cfd < 0)
+				_exit(CHILD_SETUP);
+			interrupt_in(1);
+			_exit(code_of(use_flock ? flock(cfd, LOCK_EX)
+						: range_lock(cfd, F_SETLKW, F_WRLCK, 0, 100)));
+		}
+		/* The old daemon never answered: the child hung in the kernel until killed. */
+		cr_assert_eq(wait_child(pid, 10000), GOT_EINTR,
+			     "%s: a blocked request was not interrupted by SIGALRM with EINTR",
+			     use_flock ? "flock" : "F_SETLKW");
+	}
+	close(fd);
+	mnt_cr_finish(&M);
+}
+
+Test(lock_waits, killed_waiters_go_at_once_and_the_lock_stays_usable)
+{
+	pid_t pids[6];
+	int fd;
+
+	cr_assert_eq(mnt_put(src_path(&M, "kill"), "x", 1, 0644), 0);
+	fd = open_rw("kill");
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 100));
+	MNT_EXPECT_OK(flock(fd, LOCK_EX));
+	for (int i = 0; i < 6; i++)
+		pids[i] = spawn_waiter("kill", i % 2);
+	usleep(300 * 1000);
+	for (int i = 0; i < 6; i++) {
+		cr_assert(still_running(pids[i]), "waiter %d did not block", i);
+		kill(pids[i], SIGKILL);
+	}
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(wait_child(pids[i], 5000), 128 + SIGKILL,
+			     "SIGKILLed waiter %d did not go within 5 s (stuck in the kernel)", i);
+	/* the holder still holds; once it lets go, a newcomer gets both locks at once */
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_UNLCK, 0, 100));
+	MNT_EXPECT_OK(flock(fd, LOCK_UN));
+	for (int use_flock = 0; use_flock < 2; use_flock++) {
+		pid_t pid = spawn_waiter("kill", use_flock);
+
+		cr_assert_eq(wait_child(pid, 10000), GOT_LOCK,
+			     "%s after the killed waiters: no lock", use_flock ? "flock" : "F_SETLKW");
+	}
+	close(fd);
+	mnt_cr_finish(&M);
+}
+
+Test(lock_waits, a_deadlock_between_two_processes_gets_edeadlk)
+{
+	int fd, ready[2], parent_code;
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(mnt_put(src_path(&M, "dl"), "0123456789abcdefghij", 20, 0644), 0);
+	fd = open_rw("dl");
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 10));
+	cr_assert_eq(pipe(ready), 0);
+	pid = fork_or_fail();
+	if (pid == 0) {
+		int cfd = open(mnt_path(&M, "dl"), O_RDWR), code;
+
+		if (cfd < 0 || range_lock(cfd, F_SETLK, F_WRLCK, 10, 10) != 0)
+			_exit(CHILD_SETUP);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(CHILD_SETUP);
+		alarm(20);
+		/* waits for the parent's [0, 10) */
+		code = code_of(range_lock(cfd, F_SETLKW, F_WRLCK, 0, 10));
+		_exit(code);
+	}
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "child could not lock [10, 20)");
+	close(ready[0]);
+	usleep(300 * 1000); /* let the child's F_SETLKW reach the daemon */
+	cr_assert(still_running(pid), "the child's F_SETLKW did not block");
+	/*
+	 * The parent now asks for the child's [10, 20): each would wait for the other. The
+	 * kernel refuses the request that closes the cycle. Normally that is this one; if the
+	 * child's request was slow to arrive, the child gets EDEADLK instead (and, exiting,
+	 * frees [10, 20) for the parent).
+	 */
+	alarm(20);
+	parent_code = code_of(range_lock(fd, F_SETLKW, F_WRLCK, 10, 10));
+	alarm(0);
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_UNLCK, 0, 20)); /* the child may go on */
+	int child_code = wait_child(pid, 10000);
+	cr_assert((parent_code == GOT_EDEADLK && child_code == GOT_LOCK) ||
+			  (parent_code == GOT_LOCK && child_code == GOT_EDEADLK),
+		  "deadlock not refused: parent got code %d, child %d (%d = EDEADLK, %d = lock)",
+		  parent_code, child_code, GOT_EDEADLK, GOT_LOCK);
+	close(fd);
+	mnt_cr_finish(&M);
+}
+
+/* In a child: metadata and data on another file, with the lock waiters blocked. */
+static int child_uses_the_mount(void *arg)
+{
+	const char *dir = arg;
+	char path[4096], buf[8] = { 0 };
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/other", dir);
+	fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+	if (fd < 0 || pwrite(fd, "hello", 5, 0) != 5 || pread(fd, buf, 5, 0) != 5 ||
+	    memcmp(buf, "hello", 5) != 0 || fstat(fd, &st) != 0 || st.st_size != 5)
+		return 1;
+	close(fd);
+	return unlink(path) == 0 && stat(dir, &st) == 0 ? 0 : 2;
+}
+
+Test(lock_waits, more_waiters_than_fuse_threads_leave_the_mount_usable)
+{
+	pid_t pids[8];
+	int fd, rc;
+
+	cr_assert_eq(mnt_put(src_path(&M, "many"), "x", 1, 0644), 0);
+	fd = open_rw("many");
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 100));
+	MNT_EXPECT_OK(flock(fd, LOCK_EX));
+	for (int i = 0; i < 8; i++)
+		pids[i] = spawn_waiter("many", i % 2);
+	usleep(300 * 1000);
+	for (int i = 0; i < 8; i++)
+		cr_assert(still_running(pids[i]), "waiter %d did not block", i);
+	/* 8 waiters, 2 FUSE threads: everything else must still be served */
+	rc = mnt_fork_run(child_uses_the_mount, (void *)mnt_path(&M, ""), 10000);
+	cr_assert_eq(rc, 0, "the mount did not serve other requests while 8 lock requests "
+			    "waited (rc %d; 137: hung and killed)", rc);
+	/* Letting go: every waiter gets its lock in turn (each exits, releasing it). */
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_UNLCK, 0, 100));
+	MNT_EXPECT_OK(flock(fd, LOCK_UN));
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(wait_child(pids[i], 20000), GOT_LOCK,
+			     "waiter %d (%s) did not get the lock after the release", i,
+			     i % 2 ? "flock" : "F_SETLKW");
+	close(fd);
+	mnt_cr_finish(&M);
+}
+
+Test(lock_waits, a_flock_conversion_waits_for_the_other_shared_holder)
+{
+	int a, b, ready[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(mnt_put(src_path(&M, "conv"), "x", 1, 0644), 0);
+	a = open_rw("conv");
+	MNT_EXPECT_OK(flock(a, LOCK_SH));
+	cr_assert_eq(pipe(ready), 0);
+	pid = fork_or_fail();
+	if (pid == 0) {
+		b = open(mnt_path(&M, "conv"), O_RDWR);
+		if (b < 0 || flock(b, LOCK_SH | LOCK_NB) != 0 || write(ready[1], "r", 1) != 1)
+			_exit(CHILD_SETUP);
+		alarm(20);
+		_exit(code_of(flock(b, LOCK_EX))); /* shared -> exclusive: waits for a */
+	}
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "child could not take a shared lock");
+	close(ready[0]);
+	usleep(300 * 1000);
+	cr_assert(still_running(pid), "the conversion did not wait for the other shared lock");
+	MNT_EXPECT_OK(flock(a, LOCK_UN));
+	cr_assert_eq(wait_child(pid, 10000), GOT_LOCK, "the conversion never got its lock");
+	close(a);
+	mnt_cr_finish(&M);
+}
+
+Test(lock_waits, a_lock_held_on_source_outside_the_mount_is_waited_for)
+{
+	int sfd, go[2];
+	pid_t pid;
+	struct timespec t0, t1;
+
+	cr_assert_eq(mnt_put(src_path(&M, "outside"), "x", 1, 0644), 0);
+	/* The waiter is forked first: a child forked later would share the description of sfd,
+	 * and with it the lock, until it exits. */
+	cr_assert_eq(pipe(go), 0);
+	pid = fork_or_fail();
+	if (pid == 0) {
+		int fd = open(mnt_path(&M, "outside"), O_RDWR);
+		char c;
+
+		close(go[1]);
+		if (fd < 0 || read(go[0], &c, 1) != 1)
+			_exit(CHILD_SETUP);
+		alarm(20);
+		_exit(code_of(range_lock(fd, F_SETLKW, F_WRLCK, 0, 100)));
+	}
+	close(go[0]);
+	/* An OFD lock on SOURCE's file, by this process, not through the mount: the daemon
+	 * gets no event when it goes, only its periodic retry sees it. */
+	sfd = open(src_path(&M, "outside"), O_RDWR);
+	cr_assert_geq(sfd, 0);
+	{
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+				    .l_len = 100 };
+
+		MNT_EXPECT_OK(fcntl(sfd, F_OFD_SETLK, &fl));
+	}
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	close(go[1]);
+	usleep(300 * 1000);
+	cr_assert(still_running(pid), "F_SETLKW through the mount ignored the lock on SOURCE");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	close(sfd);
+	cr_assert_eq(wait_child(pid, 10000), GOT_LOCK, "the waiter never got the lock");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* Not a timing assertion of the daemon's period: only "it was not forgotten". */
+	cr_log_info("granted %.0f ms after the release on SOURCE",
+		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	mnt_cr_finish(&M);
+}
