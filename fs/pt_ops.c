@@ -22,12 +22,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "classify.h"
@@ -61,6 +64,26 @@ static void fill_entry_timeouts(const struct pt_fs *fs, struct fuse_entry_param 
 	e->generation = 0; /* node ids are never reused */
 }
 
+/* [s] between two warnings that the descriptor limit stops lookups */
+#define FD_LIMIT_WARN_SECS 60
+
+/* Out of descriptors, every lookup of every caller fails (EMFILE) until the kernel forgets
+ * inodes: say why, at most once a minute. */
+static void warn_fd_limit(struct pt_fs *fs, int rc)
+{
+	static _Atomic long long last;
+	long long now = (long long)time(NULL), prev = atomic_load(&last);
+	struct rlimit rl = { 0 };
+
+	if (now - prev < FD_LIMIT_WARN_SECS || !atomic_compare_exchange_strong(&last, &prev, now))
+		return;
+	(void)getrlimit(RLIMIT_NOFILE, &rl);
+	LOG_WARN("lookups fail: %s. The daemon holds one descriptor per inode the kernel caches "
+		 "(%zu now) and per open file, within RLIMIT_NOFILE %llu: raise it (LimitNOFILE= "
+		 "of the unit, ulimit -Hn) or run with CAP_SYS_RESOURCE (then up to fs.nr_open)",
+		 strerror(-rc), pt_itable_count(fs->it), (unsigned long long)rl.rlim_cur);
+}
+
 int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
 		     struct fuse_entry_param *e)
 {
@@ -71,6 +94,8 @@ int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, con
 	rc = pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
 	if (rc == 0)
 		fill_entry_timeouts(fs, e);
+	else if (rc == -EMFILE || rc == -ENFILE)
+		warn_fd_limit(fs, rc);
 	return rc;
 }
 
@@ -251,6 +276,25 @@ static int make_node(int dirfd, const char *name, mode_t mode, dev_t rdev, const
 	return rc == -1 ? -errno : 0;
 }
 
+/*
+ * The new node could not be looked up (out of descriptors: EMFILE): the caller gets an error,
+ * so the node should not stay, as a failed mkdir(2) creates nothing. It is ours (creation
+ * fails on an existing name), unless renamed over in between: a directory goes only while
+ * empty, anything else only if it still has the type we made.
+ */
+static void undo_node(int dirfd, const char *name, mode_t mode)
+{
+	struct stat st;
+
+	if (S_ISDIR(mode)) {
+		(void)unlinkat(dirfd, name, AT_REMOVEDIR);
+		return;
+	}
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (st.st_mode & S_IFMT) == (mode & S_IFMT))
+		(void)unlinkat(dirfd, name, 0);
+}
+
 /* mknod, mkdir and symlink: create as the caller, then look the new entry up. */
 static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			dev_t rdev, const char *link)
@@ -280,6 +324,8 @@ static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mod
 	if (rc)
 		goto out_put;
 	rc = pt__lookup_entry(fs, req, dir, name, &e);
+	if (rc)
+		undo_node(dir->fd, name, mode);
 
 out_put:
 	pt_inode_put(fs->it, dir);

@@ -604,3 +604,70 @@ Test(limits, killed_groups_are_freed)
 	cr_expect_eq(v, 0, "requests still queued in the root group");
 	mnt_cr_finish(&m);
 }
+
+/* The daemon's log contains `needle`? */
+static bool log_has(const struct mnt *mt, const char *needle)
+{
+	char buf[65536];
+	FILE *f = fopen(mt->log, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+/*
+ * Out of descriptors (the daemon holds one per inode the kernel caches): mkdir, mknod and
+ * symlink fail with EMFILE and leave nothing in SOURCE (a failed mkdir creates nothing), the
+ * mount keeps answering, and the log says what to raise. Mostly the kernel's lookup of the
+ * new name already fails, before any MKNOD/MKDIR/SYMLINK is sent; the daemon's own undo
+ * (create_node's undo_node) runs when the limit is reached between that lookup and the one
+ * after the creation, which concurrent callers make likely (stress-ng --chdir did) and this
+ * sequential loop does not force.
+ */
+Test(limits, out_of_descriptors_creation_fails_cleanly_and_the_log_says_why)
+{
+	/* the daemon inherits it and cannot raise it (soft = hard; as root it could, with
+	 * CAP_SYS_RESOURCE, go to fs.nr_open: then this test has nothing to hit and skips) */
+	struct rlimit low = { .rlim_cur = 64, .rlim_max = 64 };
+	int failed = 0, made = 0, first_err = 0;
+	char rel[64];
+	struct stat st;
+
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0, "setrlimit: %s", strerror(errno));
+	cr_assert_eq(mnt_start(&m, NULL), 0, "mount with 64 descriptors failed");
+	for (int i = 0; i < 200; i++) {
+		const char *kind = i % 3 == 0 ? "d" : i % 3 == 1 ? "p" : "l";
+		int rc;
+
+		snprintf(rel, sizeof(rel), "%s%03d", kind, i);
+		errno = 0;
+		rc = i % 3 == 0 ? mkdir(mnt_path(&m, rel), 0755)
+		     : i % 3 == 1 ? mknod(mnt_path(&m, rel), S_IFIFO | 0644, 0)
+				  : symlink("target", mnt_path(&m, rel));
+		if (rc == 0) {
+			made++;
+			continue;
+		}
+		cr_assert(errno == EMFILE || errno == ENFILE, "%s: unexpected %s", rel,
+			  strerror(errno));
+		first_err = first_err ? first_err : errno;
+		failed++;
+		cr_assert_neq(lstat(src_path(&m, rel), &st), 0,
+			      "%s failed with %s but was left in SOURCE", rel, strerror(errno));
+	}
+	if (failed == 0) {
+		mnt_cr_finish(&m);
+		cr_skip("the daemon raised its descriptor limit past 64 (CAP_SYS_RESOURCE): "
+			"nothing to test");
+	}
+	cr_log_info("%d nodes made, %d refused with %s", made, failed, strerror(first_err));
+	cr_assert_gt(made, 0, "not even one node could be made with 64 descriptors");
+	cr_assert(log_has(&m, "lookups fail"), "the daemon did not log why lookups fail");
+	/* what exists is still served */
+	cr_assert_eq(stat(mnt_path(&m, "d000"), &st), 0, "stat of an existing dir: %s",
+		     strerror(errno));
+	mnt_cr_finish(&m);
+}
