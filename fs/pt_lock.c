@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * pt_lock.c - POSIX record locks (fcntl F_GETLK/F_SETLK/F_SETLKW) passed through to SOURCE.
+ * pt_lock.c - POSIX record locks (fcntl F_GETLK/F_SETLK/F_SETLKW) passed through to SOURCE, and
+ * the waits of blocking lock requests (record locks and flock).
  *
  * The daemon is one process, so classic POSIX locks taken on the callers' behalf would all
  * belong to it. Open-file-description (OFD) locks belong to an open file description instead,
@@ -90,7 +91,10 @@ struct lock_waiter {
 	bool irq;		   /* interrupted while W_NEW; protected by tab->lock */
 	int rc;			   /* the answer (0 or -errno) once W_ANSWERING */
 	struct pt_locks *tab;	   /* immutable */
-	struct lock_owner *lo;	   /* POSIX: the owner, a reference held; NULL: flock */
+	/* POSIX: the owner, a reference held; NULL: flock. If the owner is flushed meanwhile (a
+	 * sibling thread closed the file), a grant lands on its closing description and goes
+	 * with it, where the kernel would keep it: a rare race left as is. */
+	struct lock_owner *lo;
 	struct flock fl;	   /* POSIX: what it asks for */
 	int fd;			   /* flock: the handle's descriptor (held open by the caller) */
 	int op;			   /* flock: LOCK_SH or LOCK_EX */
@@ -116,7 +120,6 @@ struct pt_locks {
 struct pt_locks *pt__locks_create(void)
 {
 	struct pt_locks *tab = calloc(1, sizeof(*tab));
-
 	pthread_condattr_t ca;
 
 	if (!tab)
@@ -668,15 +671,16 @@ static void wait_for(struct pt_locks *tab, fuse_req_t req, struct lock_owner *lo
 void pt__locks_stop(struct pt_locks *tab)
 {
 	struct lock_waiter *w;
+	bool join;
 
 	pthread_mutex_lock(&tab->lock);
-	tab->stop = true;
+	tab->stop = true; /* from now on nobody starts the thread or joins the list */
+	join = tab->thread_started;
+	tab->thread_started = false;
 	pthread_cond_signal(&tab->wake);
 	pthread_mutex_unlock(&tab->lock);
-	if (tab->thread_started) {
+	if (join)
 		pthread_join(tab->thread, NULL);
-		tab->thread_started = false;
-	}
 	for (;;) {
 		pthread_mutex_lock(&tab->lock);
 		w = tab->waiting;

@@ -138,15 +138,35 @@ static pid_t spawn_waiter(const char *rel, bool use_flock)
 	return pid;
 }
 
-Test(lock_waits, a_signal_interrupts_a_blocked_lock_request_with_eintr)
+/* Creates `rel` in SOURCE, opens it through the mount and takes both a write record lock on
+ * [0, 100) and an exclusive flock: what spawn_waiter's children wait for. Returns the fd. */
+static int hold_both(const char *rel)
 {
 	int fd;
-	pid_t pid;
 
-	cr_assert_eq(mnt_put(src_path(&M, "sig"), "x", 1, 0644), 0);
-	fd = open_rw("sig");
+	cr_assert_eq(mnt_put(src_path(&M, rel), "x", 1, 0644), 0);
+	fd = open_rw(rel);
 	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 100));
 	MNT_EXPECT_OK(flock(fd, LOCK_EX));
+	return fd;
+}
+
+/* Starts n waiters on `rel` (record lock and flock in turn) and checks that all block. */
+static void spawn_blocked(const char *rel, pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++)
+		pids[i] = spawn_waiter(rel, i % 2);
+	usleep(300 * 1000);
+	for (int i = 0; i < n; i++)
+		cr_assert(still_running(pids[i]), "waiter %d (%s) did not block", i,
+			  i % 2 ? "flock" : "F_SETLKW");
+}
+
+Test(lock_waits, a_signal_interrupts_a_blocked_lock_request_with_eintr)
+{
+	int fd = hold_both("sig");
+	pid_t pid;
+
 	for (int use_flock = 0; use_flock < 2; use_flock++) {
 		pid = fork_or_fail();
 		if (pid == 0) {
@@ -170,19 +190,11 @@ Test(lock_waits, a_signal_interrupts_a_blocked_lock_request_with_eintr)
 Test(lock_waits, killed_waiters_go_at_once_and_the_lock_stays_usable)
 {
 	pid_t pids[6];
-	int fd;
+	int fd = hold_both("kill");
 
-	cr_assert_eq(mnt_put(src_path(&M, "kill"), "x", 1, 0644), 0);
-	fd = open_rw("kill");
-	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 100));
-	MNT_EXPECT_OK(flock(fd, LOCK_EX));
+	spawn_blocked("kill", pids, 6);
 	for (int i = 0; i < 6; i++)
-		pids[i] = spawn_waiter("kill", i % 2);
-	usleep(300 * 1000);
-	for (int i = 0; i < 6; i++) {
-		cr_assert(still_running(pids[i]), "waiter %d did not block", i);
 		kill(pids[i], SIGKILL);
-	}
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(wait_child(pids[i], 5000), 128 + SIGKILL,
 			     "SIGKILLed waiter %d did not go within 5 s (stuck in the kernel)", i);
@@ -266,17 +278,9 @@ static int child_uses_the_mount(void *arg)
 Test(lock_waits, more_waiters_than_fuse_threads_leave_the_mount_usable)
 {
 	pid_t pids[8];
-	int fd, rc;
+	int fd = hold_both("many"), rc;
 
-	cr_assert_eq(mnt_put(src_path(&M, "many"), "x", 1, 0644), 0);
-	fd = open_rw("many");
-	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_WRLCK, 0, 100));
-	MNT_EXPECT_OK(flock(fd, LOCK_EX));
-	for (int i = 0; i < 8; i++)
-		pids[i] = spawn_waiter("many", i % 2);
-	usleep(300 * 1000);
-	for (int i = 0; i < 8; i++)
-		cr_assert(still_running(pids[i]), "waiter %d did not block", i);
+	spawn_blocked("many", pids, 8);
 	/* 8 waiters, 2 FUSE threads: everything else must still be served */
 	rc = mnt_fork_run(child_uses_the_mount, (void *)mnt_path(&M, ""), 10000);
 	cr_assert_eq(rc, 0, "the mount did not serve other requests while 8 lock requests "
