@@ -969,6 +969,14 @@ static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	off_t res;
 
 	CTL_GUARD_ERR(ino, EINVAL); /* no holes in generated text */
+	/* With the writeback cache the kernel holds written data SOURCE has not seen yet, so
+	 * SOURCE would answer ENXIO for data being written. ENOSYS makes the kernel answer from
+	 * its own size for the rest of the mount (all data, one hole at the end: what
+	 * SEEK_DATA/SEEK_HOLE may always report). */
+	if (pt__fs(req)->writeback) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	/* The kernel only forwards SEEK_DATA/SEEK_HOLE. The shared fd offset this moves is never
 	 * used: all data I/O is positional. */
 	res = lseek(pt__file(fi)->fd, off, whence);

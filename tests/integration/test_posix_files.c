@@ -500,3 +500,41 @@ Test(posix_files, access_follows_mode_bits)
 	MNT_EXPECT_ERRNO(access(mnt_path(&M, "missing"), F_OK), ENOENT);
 	mnt_cr_finish(&M);
 }
+
+/* A second mount, with the kernel's writeback cache, for what only it changes. */
+static struct mnt W;
+
+static void setup_wb(void)
+{
+	static const char *const args[] = { "-o", "writeback_cache", NULL };
+
+	mnt_cr_setup(&W, args);
+}
+
+static void teardown_wb(void)
+{
+	mnt_cr_teardown(&W);
+}
+
+TestSuite(posix_files_wb, .init = setup_wb, .fini = teardown_wb, .timeout = 60);
+
+/* Data still in the kernel's cache (not yet written to SOURCE) is data for SEEK_DATA: the
+ * daemon asked SOURCE, where the file was still empty, and answered ENXIO. */
+Test(posix_files_wb, seek_data_sees_data_the_kernel_has_not_written_back)
+{
+	char buf[8192];
+	int fd = open(mnt_path(&W, "wb"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+
+	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
+	memset(buf, 'w', sizeof(buf));
+	cr_assert_eq(pwrite(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	/* no fsync, no close: with the writeback cache the data may not have left the kernel */
+	cr_assert_eq(lseek(fd, 0, SEEK_DATA), 0, "SEEK_DATA at 0: %s", strerror(errno));
+	cr_assert_eq(lseek(fd, 4096, SEEK_DATA), 4096, "SEEK_DATA at 4096: %s", strerror(errno));
+	cr_assert_eq(lseek(fd, 0, SEEK_HOLE), (off_t)sizeof(buf), "SEEK_HOLE: %s",
+		     strerror(errno));
+	MNT_EXPECT_ERRNO(lseek(fd, (off_t)sizeof(buf), SEEK_DATA), ENXIO);
+	cr_assert_eq(fsync(fd), 0);
+	close(fd);
+	mnt_cr_finish(&W);
+}
