@@ -669,9 +669,11 @@ int main(int argc, char **argv)
 		pthread_kill(rl.thread, SIGHUP);
 		pthread_join(rl.thread, NULL);
 	}
-	/* Serve and answer every queued request before the mount goes away. */
+	/* Serve and answer every queued request before the mount goes away, and every blocked
+	 * lock request. */
 	exec_destroy(ex);
 	ex = NULL;
+	pt_quiesce(fs);
 	/* libfuse's handlers end the loop with the signal's number as its "error": SIGTERM and
 	 * SIGINT are how a daemon is asked to stop, not failures. */
 	if (err == SIGTERM || err == SIGINT || err == -SIGTERM || err == -SIGINT)

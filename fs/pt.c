@@ -291,6 +291,11 @@ static void free_handles(struct pt_fs *fs)
 		LOG_DEBUG("freed %zu file and %zu directory handles never released", nf, nd);
 }
 
+void pt_quiesce(struct pt_fs *fs)
+{
+	pt__locks_stop(fs->locks);
+}
+
 void pt_destroy(struct pt_fs *fs)
 {
 	if (!fs)

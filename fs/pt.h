@@ -44,6 +44,13 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 void pt_destroy(struct pt_fs *fs);
 
 /*
+ * Answers what the mount still holds unanswered (blocked lock requests: ENOLCK) while the
+ * session can still send: call when the session loop has ended, before unmounting. The
+ * session's destroy callback does it too (for an unmount by the kernel). Cannot fail.
+ */
+void pt_quiesce(struct pt_fs *fs);
+
+/*
  * Sets the per-group open-file limit (0 = automatic, as in pt_options). Files already open
  * stay open. Cannot fail. Thread-safe.
  */

@@ -161,8 +161,8 @@ int pt_ctl_lookup(struct pt_fs *fs, fuse_req_t req, struct fuse_entry_param *e);
 struct pt_locks;
 struct pt_locks *pt__locks_create(void);
 void pt__locks_destroy(struct pt_locks *tab);
-/* Answers every blocked lock request EINTR, stops the waiter thread, and makes later
- * blocking requests fail with EINTR. Call while the session can still reply (its destroy
+/* Answers every blocked lock request ENOLCK, stops the waiter thread, and makes later
+ * blocking requests fail with ENOLCK. Call while the session can still reply (its destroy
  * callback). Idempotent; cannot fail. */
 void pt__locks_stop(struct pt_locks *tab);
 /* A lock of the mount may have gone (a handle closed): blocked requests are tried again.

@@ -30,6 +30,8 @@
  *     (follow "the holder of what I need waits for the holder of ...", at most
  *     PT_DEADLOCK_STEPS hops); OFD locks on SOURCE would otherwise wait forever;
  *   - flock has no deadlock detection (nor has the kernel's).
+ * When the daemon stops, waiters get ENOLCK: not EINTR, which the kernel turns into a
+ * restart that, with no signal pending, reaches the caller as errno 512 (ERESTARTSYS).
  * Waiter records are never freed while the table lives (libfuse may call the interrupt
  * callback with one that was just answered: it recognises that by req and state).
  *
@@ -633,8 +635,10 @@ static void wait_for(struct pt_locks *tab, fuse_req_t req, struct lock_owner *lo
 	 * on_interrupt at once, which only marks it. */
 	fuse_req_interrupt_func(req, on_interrupt, w);
 	pthread_mutex_lock(&tab->lock);
-	if (w->irq || tab->stop) {
+	if (w->irq) {
 		rc = -EINTR;
+	} else if (tab->stop) {
+		rc = -ENOLCK; /* see pt__locks_stop */
 	} else {
 		rc = try_waiter(w);
 		if (rc == -EAGAIN && !w->lo)
@@ -685,7 +689,7 @@ void pt__locks_stop(struct pt_locks *tab)
 		pthread_mutex_lock(&tab->lock);
 		w = tab->waiting;
 		if (w)
-			waiter_take(tab, w, -EINTR);
+			waiter_take(tab, w, -ENOLCK);
 		pthread_mutex_unlock(&tab->lock);
 		if (!w)
 			break;

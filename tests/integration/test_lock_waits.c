@@ -44,13 +44,34 @@ static void teardown(void)
 TestSuite(lock_waits, .init = setup, .fini = teardown, .timeout = 120);
 
 /* Exit codes of the children */
-enum { GOT_LOCK = 0, GOT_EINTR = 3, GOT_EDEADLK = 4, GOT_OTHER = 5, CHILD_SETUP = 6 };
+enum {
+	GOT_LOCK = 0,
+	GOT_EINTR = 3,
+	GOT_EDEADLK = 4,
+	GOT_OTHER = 5,
+	CHILD_SETUP = 6,
+	GOT_ENOLCK = 7,
+	GOT_GONE = 8, /* ENOTCONN or ECONNABORTED: the mount went first */
+};
 
 static int code_of(int rc)
 {
 	if (rc == 0)
 		return GOT_LOCK;
-	return errno == EINTR ? GOT_EINTR : errno == EDEADLK ? GOT_EDEADLK : GOT_OTHER;
+	switch (errno) {
+	case EINTR:
+		return GOT_EINTR;
+	case EDEADLK:
+		return GOT_EDEADLK;
+	case ENOLCK:
+		return GOT_ENOLCK;
+	case ENOTCONN:
+	case ECONNABORTED:
+		return GOT_GONE;
+	default:
+		fprintf(stderr, "child: unexpected errno %d\n", errno);
+		return GOT_OTHER;
+	}
 }
 
 /* fcntl record lock on [start, start + len), cmd F_SETLK or F_SETLKW: 0 or -1 with errno. */
@@ -368,5 +389,25 @@ Test(lock_waits, a_lock_held_on_source_outside_the_mount_is_waited_for)
 	/* Not a timing assertion of the daemon's period: only "it was not forgotten". */
 	cr_log_info("granted %.0f ms after the release on SOURCE",
 		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	mnt_cr_finish(&M);
+}
+
+Test(lock_waits, waiters_get_enolck_when_the_daemon_stops)
+{
+	pid_t pids[2];
+	int fd = hold_both("stop");
+
+	spawn_blocked("stop", pids, 2);
+	cr_assert_eq(kill(M.pid, SIGTERM), 0);
+	/* Answered before the unmount, with an errno of the lock calls: EINTR here, with no
+	 * signal pending, reached the caller as errno 512 (the kernel's ERESTARTSYS). */
+	for (int i = 0; i < 2; i++) {
+		int code = wait_child(pids[i], 10000);
+
+		cr_assert(code == GOT_ENOLCK || code == GOT_GONE,
+			  "waiter %d (%s) after SIGTERM: code %d (%d: ENOLCK, %d: mount gone)", i,
+			  i % 2 ? "flock" : "F_SETLKW", code, GOT_ENOLCK, GOT_GONE);
+	}
+	close(fd);
 	mnt_cr_finish(&M);
 }
