@@ -10,6 +10,7 @@
 /* 3.12 (every fs/ header says the same) for the fuse_loop_cfg_* API: the older struct
  * fuse_loop_config makes libfuse 3.14 print "Ignoring invalid max threads value" at every mount. */
 #define FUSE_USE_VERSION 312
+#include <dlfcn.h>
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
@@ -478,6 +479,20 @@ static int copy_info(void *arg, struct sched *sd)
 }
 
 /* Start-up line: what the scheduler decided (IOPS or time mode, hw_tag) and the control dir. */
+/*
+ * libfuse ends its loop threads with pthread_cancel(), and glibc loads libgcc_s (to unwind
+ * them) at the first cancel. A daemon out of descriptors by then (one per inode the kernel
+ * caches: a big tree walk is enough) cannot open it and aborts at unmount ("libgcc_s.so.1
+ * must be installed for pthread_cancel to work"). Load it now, while descriptors are free:
+ * glibc's own dlopen then finds it loaded and opens nothing. Best effort.
+ */
+static void preload_unwinder(void)
+{
+	if (!dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NODELETE))
+		LOG_WARN("cannot load libgcc_s.so.1 (%s): out of descriptors at unmount, the "
+			 "daemon would abort", dlerror());
+}
+
 static void log_sched_info(struct executor *ex, unsigned depth, const char *ctl_dir)
 {
 	struct sched_info si;
@@ -600,6 +615,7 @@ int main(int argc, char **argv)
 		.cls = cls,
 		.groups = groups,
 	};
+	preload_unwinder();
 	fs = pt_create(&popts, ex, &err);
 	if (!fs) {
 		fprintf(stderr, "cfqfs: SOURCE %s: %s\n", src, strerror(-err));
