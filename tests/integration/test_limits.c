@@ -605,19 +605,6 @@ Test(limits, killed_groups_are_freed)
 	mnt_cr_finish(&m);
 }
 
-/* The daemon's log contains `needle`? */
-static bool log_has(const struct mnt *mt, const char *needle)
-{
-	char buf[65536];
-	FILE *f = fopen(mt->log, "re");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, needle) != NULL;
-}
-
 /*
  * Out of descriptors (the daemon holds one per inode the kernel caches): mkdir, mknod and
  * symlink fail with EMFILE and leave nothing in SOURCE (a failed mkdir creates nothing), the
@@ -665,7 +652,7 @@ Test(limits, out_of_descriptors_creation_fails_cleanly_and_the_log_says_why)
 	}
 	cr_log_info("%d nodes made, %d refused with %s", made, failed, strerror(first_err));
 	cr_assert_gt(made, 0, "not even one node could be made with 64 descriptors");
-	cr_assert(log_has(&m, "lookups fail"), "the daemon did not log why lookups fail");
+	cr_assert(log_mentions("lookups fail"), "the daemon did not log why lookups fail");
 	/* what exists is still served */
 	cr_assert_eq(stat(mnt_path(&m, "d000"), &st), 0, "stat of an existing dir: %s",
 		     strerror(errno));
