@@ -103,13 +103,8 @@ static int wait_child(pid_t pid, int timeout_ms)
 {
 	int status;
 
-	for (int waited = 0; waited <= timeout_ms; waited += 10) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-		usleep(10 * 1000);
-	}
+	if (mnt_wait_bounded(pid, timeout_ms, &status))
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	return -1;

@@ -237,8 +237,7 @@ bool mnt_is_fuse_mounted(const char *path)
 
 /* ---- process helpers ---------------------------------------------------------------------- */
 
-/* Waits for pid up to timeout_ms. Returns true with *status if it exited. */
-static bool wait_bounded(pid_t pid, int timeout_ms, int *status)
+bool mnt_wait_bounded(pid_t pid, int timeout_ms, int *status)
 {
 	long deadline = now_ms() + timeout_ms;
 
@@ -319,7 +318,7 @@ int mnt_run(const char *const *argv, int timeout_ms, int *status, char *out, siz
 		dprintf(STDERR_FILENO, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	if (!wait_bounded(pid, timeout_ms, status)) {
+	if (!mnt_wait_bounded(pid, timeout_ms, status)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, status, 0);
 		ret = -ETIMEDOUT;
@@ -644,13 +643,13 @@ static void stop_daemon(struct mnt *m)
 					umount2(m->mnt, MNT_DETACH);
 				/* open descriptors keep a lazily detached fuse sb (and the daemon)
 				 * alive; aborting the connection ends both */
-				if (!wait_bounded(m->pid, 500, &m->status))
+				if (!mnt_wait_bounded(m->pid, 500, &m->status))
 					abort_connection(m);
 				else
 					m->reaped = true;
 			}
 		}
-		if (!m->reaped && !wait_bounded(m->pid, MNT_EXIT_TIMEOUT_MS, &m->status)) {
+		if (!m->reaped && !mnt_wait_bounded(m->pid, MNT_EXIT_TIMEOUT_MS, &m->status)) {
 			fprintf(stderr, "mount fixture: daemon %d still running after unmount, "
 					"SIGKILL\n", (int)m->pid);
 			kill(m->pid, SIGKILL);
@@ -835,7 +834,7 @@ int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms)
 		fflush(NULL);
 		_exit(code);
 	}
-	if (!wait_bounded(pid, timeout_ms, &status)) {
+	if (!mnt_wait_bounded(pid, timeout_ms, &status)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		return -ETIMEDOUT;

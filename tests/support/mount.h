@@ -149,6 +149,9 @@ int mnt_run(const char *const *argv, int timeout_ms, int *status, char *out, siz
  */
 int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms);
 
+/* Waits for child pid up to timeout_ms. Returns true with *status if it exited. */
+bool mnt_wait_bounded(pid_t pid, int timeout_ms, int *status);
+
 /* --- Criterion glue ---------------------------------------------------------------------- */
 
 /*
