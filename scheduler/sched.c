@@ -437,14 +437,25 @@ static size_t queue_bucket(const struct sched *sd, uint32_t gid, uint64_t key, b
 	return (size_t)mix64(key ^ mix64(((uint64_t)gid << 1) | sync)) & sd->hash_mask;
 }
 
-static struct sched_queue *queue_lookup(const struct sched *sd, const struct sched_group *g,
-					uint64_t key, bool sync)
+static struct sched_queue *hash_lookup(const struct sched *sd, const struct sched_group *g,
+				       uint64_t key, bool sync)
 {
 	struct sched_queue *q = sd->hash[queue_bucket(sd, g->id, key, sync)];
 
 	while (q && !(q->g == g && q->key == key && q->sync == sync))
 		q = q->hash_next;
 	return q;
+}
+
+static struct sched_queue *queue_lookup(const struct sched *sd, const struct sched_group *g,
+					uint64_t key, bool sync)
+{
+	struct sched_queue *q = sd->lookup_hint;
+
+	/* the hint (see struct sched) skips the bucket array, cold when queues are many */
+	if (q && q->g == g && q->key == key && q->sync == sync)
+		return q;
+	return hash_lookup(sd, g, key, sync);
 }
 
 static void queue_hash_add(struct sched *sd, struct sched_queue *q)
@@ -543,6 +554,8 @@ void sched__queue_maybe_release(struct sched *sd, struct sched_queue *q)
 
 static void queue_free(struct sched *sd, struct sched_queue *q)
 {
+	if (sd->lookup_hint == q)
+		sd->lookup_hint = NULL;
 	queue_hash_del(sd, q);
 	list_del(&q->lru_node);
 	list_del(&q->group_node);
@@ -912,6 +925,7 @@ void sched_complete(struct sched *sd, struct sched_rq *rq, int error, sched_ns n
 	g->stats.in_flight--;
 	q->nr_in_flight--;
 	sd->nr_in_flight--;
+	sd->lookup_hint = q;
 	sched__queue_maybe_release(sd, q);
 	paranoid_check(sd);
 }
@@ -1194,6 +1208,7 @@ int sched_check(const struct sched *sd, char *buf, size_t buflen)
 	const struct sched_list *l;
 	size_t queued = 0, in_flight = 0, live = 0, objs = 0, freeq = 0;
 	uint32_t ngroups = 0;
+	bool hint_found = false;
 
 	if (!sd)
 		FAIL("no scheduler");
@@ -1201,7 +1216,8 @@ int sched_check(const struct sched *sd, char *buf, size_t buflen)
 		const struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
 
 		objs++;
-		if (queue_lookup(sd, q->g, q->key, q->sync) != q)
+		hint_found |= q == sd->lookup_hint;
+		if (hash_lookup(sd, q->g, q->key, q->sync) != q)
 			FAIL("queue %llu/%u not found in the hash", (unsigned long long)q->key,
 			     q->g->id);
 		if (group_get(sd, q->g->id) != q->g)
@@ -1220,6 +1236,8 @@ int sched_check(const struct sched *sd, char *buf, size_t buflen)
 		queued += q->nr_queued;
 		in_flight += q->nr_in_flight;
 	}
+	if (sd->lookup_hint && !hint_found)
+		FAIL("lookup hint names no queue object");
 	for (l = sd->free_queues.next; l != &sd->free_queues; l = l->next)
 		freeq++;
 	if (objs != sd->nr_queue_objs || live != sd->nr_live_queues || freeq != objs - live)

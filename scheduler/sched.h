@@ -79,10 +79,12 @@ enum {
 
 /* Intrusive nodes. Layout is public only so callers can embed struct sched_rq. */
 struct sched_rb_node {
-	struct sched_rb_node *parent;
+	uintptr_t parent_red;	    /* parent pointer | 1 if red (nodes are 8-byte aligned) */
 	struct sched_rb_node *left;
 	struct sched_rb_node *right;
-	int red;
+	/* in-order neighbours (NULL at the ends): next/prev without a walk through cold nodes */
+	struct sched_rb_node *next;
+	struct sched_rb_node *prev;
 };
 
 struct sched_list {

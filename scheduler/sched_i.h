@@ -267,9 +267,10 @@ struct cfq_queue {
 
 /*
  * Cache lines (struct sched_group aligns it): line 0 is what the group tree's walks and picks
- * read (node, seq, vdisktime) with the few fields every group switch reads; line 1 the rest of
- * the per-switch state, with per-class busy counts so that choosing a class reads no service
- * tree; then one line per service tree (tree + think time, 64 bytes each).
+ * read (node, seq, vdisktime) with vfraction and nr_cfqq; line 1 the rest of the per-switch
+ * state, with per-class busy counts so that choosing a class reads no service tree; line 2
+ * the think time and the rarely set pending weights; then one line per service tree (tree +
+ * think time, 64 bytes each).
  * Invariant: nr_busy[c] == sum of the queue counts of class c's trees; nr_busy_async == the
  * counts of the RT and BE ASYNC trees.
  */
@@ -289,9 +290,9 @@ struct cfq_group {
 	uint64_t children_weight;      /* [weight units] sum of active entities below */
 	uint32_t weight;	       /* [weight units] effective, vs. siblings */
 	uint32_t leaf_weight;	       /* [weight units] own queues vs. children */
+	struct cfq_ttime ttime;	       /* group think-time stats, for group_idle */
 	uint32_t new_weight;	       /* pending weight, applied on activation (0 = none) */
 	uint32_t new_leaf_weight;      /* pending leaf weight, applied on (re)insertion */
-	struct cfq_ttime ttime;	       /* group think-time stats, for group_idle */
 	_Alignas(64) struct cfq_st st[2][WL_TYPES]; /* [WL_BE/WL_RT][type] */
 	struct cfq_st st_idle;	       /* IDLE class */
 };
@@ -389,7 +390,8 @@ struct sched_group {
 
 _Static_assert(sizeof(struct cfq_st) == 64, "one service tree per cache line");
 _Static_assert(offsetof(struct cfq_queue, rb_seq) + 8 <= 64, "tree walk reads line 0 only");
-_Static_assert(offsetof(struct cfq_group, saved_wl_class) < 64 &&
+_Static_assert(offsetof(struct cfq_group, nr_cfqq) + 4 <= 64 &&
+		       offsetof(struct cfq_group, saved_wl_class) < 128 &&
 		       offsetof(struct cfq_group, ttime) == 128,
 	       "cfq_group line plan");
 _Static_assert(offsetof(struct sched_queue, cfq) == 64 && offsetof(struct sched_group, cfq) == 64,
@@ -452,6 +454,10 @@ struct sched {
 	size_t nr_queue_objs;	       /* allocated (live + cached) */
 	size_t nr_live_queues;
 	struct sched_list free_queues; /* LRU of !live queues (oldest first) */
+	/* The queue of the latest completion, or NULL: a process's next request usually follows
+	 * its last completion, so queue_lookup() tries it before the hash (the kernel's io
+	 * context keeps such a hint for the same reason). Any queue object; cleared when freed. */
+	struct sched_queue *lookup_hint;
 	struct sched_list all_queues;  /* every allocated queue */
 	struct cfq_data cfq;
 	struct dl_data dl;

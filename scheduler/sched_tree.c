@@ -2,123 +2,156 @@
 /*
  * sched_tree.c - red-black tree (CLRS formulation with NULL leaves and parent pointers) plus
  * cached leftmost and rightmost nodes, so "first" is O(1) on the dispatch path and appending
- * (a service-tree key of now + offset, a request at a growing offset) needs no search.
+ * (a service-tree key of now + offset, a request at a growing offset) needs no search; and
+ * in-order next/prev links, kept by insert and erase at the cost of the neighbours' lines,
+ * which the search path (insert) or the erase itself has read already in the common cases.
  */
 #include <errno.h>
 #include <stdio.h>
 
 #include "sched_tree.h"
 
+static struct sched_rb_node *parent_of(const struct sched_rb_node *n)
+{
+	return (struct sched_rb_node *)(n->parent_red & ~(uintptr_t)1);
+}
+
+/* Keeps n's colour. */
+static void set_parent(struct sched_rb_node *n, struct sched_rb_node *p)
+{
+	n->parent_red = (uintptr_t)p | (n->parent_red & 1);
+}
+
+static bool is_red(const struct sched_rb_node *n)
+{
+	return n && (n->parent_red & 1);
+}
+
+static void set_red(struct sched_rb_node *n, bool red)
+{
+	n->parent_red = (n->parent_red & ~(uintptr_t)1) | (uintptr_t)red;
+}
+
+/* Points p's child link that held old (or the root, if p is NULL) at new. */
+static void replace_child(struct sched_tree *t, struct sched_rb_node *p,
+			  const struct sched_rb_node *old, struct sched_rb_node *new)
+{
+	if (!p)
+		t->root = new;
+	else if (old == p->left)
+		p->left = new;
+	else
+		p->right = new;
+}
+
 static void rotate_left(struct sched_tree *t, struct sched_rb_node *x)
 {
-	struct sched_rb_node *y = x->right;
+	struct sched_rb_node *y = x->right, *xp = parent_of(x);
 
 	x->right = y->left;
 	if (y->left)
-		y->left->parent = x;
-	y->parent = x->parent;
-	if (!x->parent)
-		t->root = y;
-	else if (x == x->parent->left)
-		x->parent->left = y;
-	else
-		x->parent->right = y;
+		set_parent(y->left, x);
+	set_parent(y, xp);
+	replace_child(t, xp, x, y);
 	y->left = x;
-	x->parent = y;
+	set_parent(x, y);
 }
 
 static void rotate_right(struct sched_tree *t, struct sched_rb_node *x)
 {
-	struct sched_rb_node *y = x->left;
+	struct sched_rb_node *y = x->left, *xp = parent_of(x);
 
 	x->left = y->right;
 	if (y->right)
-		y->right->parent = x;
-	y->parent = x->parent;
-	if (!x->parent)
-		t->root = y;
-	else if (x == x->parent->right)
-		x->parent->right = y;
-	else
-		x->parent->left = y;
+		set_parent(y->right, x);
+	set_parent(y, xp);
+	replace_child(t, xp, x, y);
 	y->right = x;
-	x->parent = y;
+	set_parent(x, y);
 }
 
 static void insert_fixup(struct sched_tree *t, struct sched_rb_node *n)
 {
 	struct sched_rb_node *p, *g, *u;
 
-	while ((p = n->parent) != NULL && p->red) {
-		g = p->parent; /* p is red, so it is not the root */
+	while ((p = parent_of(n)) != NULL && is_red(p)) {
+		g = parent_of(p); /* p is red, so it is not the root */
 		if (p == g->left) {
 			u = g->right;
-			if (u && u->red) {
-				p->red = 0;
-				u->red = 0;
-				g->red = 1;
+			if (is_red(u)) {
+				set_red(p, false);
+				set_red(u, false);
+				set_red(g, true);
 				n = g;
 				continue;
 			}
 			if (n == p->right) {
 				rotate_left(t, p);
 				n = p;
-				p = n->parent;
+				p = parent_of(n);
 			}
-			p->red = 0;
-			g->red = 1;
+			set_red(p, false);
+			set_red(g, true);
 			rotate_right(t, g);
 		} else {
 			u = g->left;
-			if (u && u->red) {
-				p->red = 0;
-				u->red = 0;
-				g->red = 1;
+			if (is_red(u)) {
+				set_red(p, false);
+				set_red(u, false);
+				set_red(g, true);
 				n = g;
 				continue;
 			}
 			if (n == p->left) {
 				rotate_right(t, p);
 				n = p;
-				p = n->parent;
+				p = parent_of(n);
 			}
-			p->red = 0;
-			g->red = 1;
+			set_red(p, false);
+			set_red(g, true);
 			rotate_left(t, g);
 		}
 	}
-	t->root->red = 0;
+	set_red(t->root, false);
 }
 
 void sched_tree_insert(struct sched_tree *t, struct sched_rb_node *n, sched_tree_cmp_fn cmp)
 {
 	struct sched_rb_node *parent = NULL, **link = &t->root;
-	bool leftmost = true, rightmost = true;
 
 	/* n >= every node: the search below would go right all the way down to rightmost */
 	if (t->rightmost && cmp(n, t->rightmost) >= 0) {
 		parent = t->rightmost;
 		link = &parent->right;
-		leftmost = false;
 	}
 	while (*link) {
 		parent = *link;
-		if (cmp(n, parent) < 0) {
-			link = &parent->left;
-			rightmost = false;
-		} else {
-			link = &parent->right;
-			leftmost = false;
-		}
+		link = cmp(n, parent) < 0 ? &parent->left : &parent->right;
 	}
-	n->parent = parent;
+	n->parent_red = (uintptr_t)parent | 1;
 	n->left = n->right = NULL;
-	n->red = 1;
-	*link = n;
-	if (leftmost)
+	/*
+	 * A new left child sits just before its parent, a right child just after. The other
+	 * neighbour is the ancestor where the search last turned the other way: already read.
+	 */
+	if (!parent) {
+		n->prev = n->next = NULL;
+	} else if (link == &parent->left) {
+		n->next = parent;
+		n->prev = parent->prev;
+	} else {
+		n->prev = parent;
+		n->next = parent->next;
+	}
+	if (n->prev)
+		n->prev->next = n;
+	else
 		t->leftmost = n;
-	if (rightmost)
+	if (n->next)
+		n->next->prev = n;
+	else
 		t->rightmost = n;
+	*link = n;
 	t->count++;
 	insert_fixup(t, n);
 }
@@ -137,43 +170,26 @@ static struct sched_rb_node *subtree_max(struct sched_rb_node *n)
 	return n;
 }
 
-struct sched_rb_node *sched_tree_next(const struct sched_rb_node *n)
+/* The in-order successor by the tree's shape (for sched_tree_check: the links must agree). */
+static const struct sched_rb_node *walk_next(const struct sched_rb_node *n)
 {
 	const struct sched_rb_node *p;
 
 	if (n->right)
 		return subtree_min(n->right);
-	while ((p = n->parent) != NULL && n == p->right)
+	while ((p = parent_of(n)) != NULL && n == p->right)
 		n = p;
-	return (struct sched_rb_node *)p;
+	return p;
 }
 
-struct sched_rb_node *sched_tree_prev(const struct sched_rb_node *n)
-{
-	const struct sched_rb_node *p;
-
-	if (n->left)
-		return subtree_max(n->left);
-	while ((p = n->parent) != NULL && n == p->left)
-		n = p;
-	return (struct sched_rb_node *)p;
-}
-
+/* Puts v (possibly NULL) where u was under u's parent. */
 static void transplant(struct sched_tree *t, struct sched_rb_node *u, struct sched_rb_node *v)
 {
-	if (!u->parent)
-		t->root = v;
-	else if (u == u->parent->left)
-		u->parent->left = v;
-	else
-		u->parent->right = v;
-	if (v)
-		v->parent = u->parent;
-}
+	struct sched_rb_node *up = parent_of(u);
 
-static bool is_red(const struct sched_rb_node *n)
-{
-	return n && n->red;
+	replace_child(t, up, u, v);
+	if (v)
+		set_parent(v, up);
 }
 
 /* x (possibly NULL) carries an extra black; p is its parent. */
@@ -184,54 +200,54 @@ static void erase_fixup(struct sched_tree *t, struct sched_rb_node *x, struct sc
 	while (x != t->root && !is_red(x)) {
 		if (x == p->left) {
 			w = p->right;
-			if (w->red) {
-				w->red = 0;
-				p->red = 1;
+			if (is_red(w)) {
+				set_red(w, false);
+				set_red(p, true);
 				rotate_left(t, p);
 				w = p->right;
 			}
 			if (!is_red(w->left) && !is_red(w->right)) {
-				w->red = 1;
+				set_red(w, true);
 				x = p;
-				p = x->parent;
+				p = parent_of(x);
 			} else {
 				if (!is_red(w->right)) {
-					w->left->red = 0;
-					w->red = 1;
+					set_red(w->left, false);
+					set_red(w, true);
 					rotate_right(t, w);
 					w = p->right;
 				}
-				w->red = p->red;
-				p->red = 0;
+				set_red(w, is_red(p));
+				set_red(p, false);
 				if (w->right)
-					w->right->red = 0;
+					set_red(w->right, false);
 				rotate_left(t, p);
 				x = t->root;
 				p = NULL;
 			}
 		} else {
 			w = p->left;
-			if (w->red) {
-				w->red = 0;
-				p->red = 1;
+			if (is_red(w)) {
+				set_red(w, false);
+				set_red(p, true);
 				rotate_right(t, p);
 				w = p->left;
 			}
 			if (!is_red(w->left) && !is_red(w->right)) {
-				w->red = 1;
+				set_red(w, true);
 				x = p;
-				p = x->parent;
+				p = parent_of(x);
 			} else {
 				if (!is_red(w->left)) {
-					w->right->red = 0;
-					w->red = 1;
+					set_red(w->right, false);
+					set_red(w, true);
 					rotate_left(t, w);
 					w = p->left;
 				}
-				w->red = p->red;
-				p->red = 0;
+				set_red(w, is_red(p));
+				set_red(p, false);
 				if (w->left)
-					w->left->red = 0;
+					set_red(w->left, false);
 				rotate_right(t, p);
 				x = t->root;
 				p = NULL;
@@ -239,42 +255,46 @@ static void erase_fixup(struct sched_tree *t, struct sched_rb_node *x, struct sc
 		}
 	}
 	if (x)
-		x->red = 0;
+		set_red(x, false);
 }
 
 void sched_tree_erase(struct sched_tree *t, struct sched_rb_node *z)
 {
 	struct sched_rb_node *y = z, *x, *xp;
-	int y_red = y->red;
+	bool y_red = is_red(y);
 
-	if (t->leftmost == z)
-		t->leftmost = sched_tree_next(z);
-	if (t->rightmost == z)
-		t->rightmost = sched_tree_prev(z);
+	if (z->prev)
+		z->prev->next = z->next;
+	else
+		t->leftmost = z->next;
+	if (z->next)
+		z->next->prev = z->prev;
+	else
+		t->rightmost = z->prev;
 	if (!z->left) {
 		x = z->right;
-		xp = z->parent;
+		xp = parent_of(z);
 		transplant(t, z, z->right);
 	} else if (!z->right) {
 		x = z->left;
-		xp = z->parent;
+		xp = parent_of(z);
 		transplant(t, z, z->left);
 	} else {
-		y = subtree_min(z->right);
-		y_red = y->red;
+		y = z->next; /* the minimum of z's right subtree */
+		y_red = is_red(y);
 		x = y->right;
-		if (y->parent == z) {
+		if (parent_of(y) == z) {
 			xp = y;
 		} else {
-			xp = y->parent;
+			xp = parent_of(y);
 			transplant(t, y, y->right);
 			y->right = z->right;
-			y->right->parent = y;
+			set_parent(y->right, y);
 		}
 		transplant(t, z, y);
 		y->left = z->left;
-		y->left->parent = y;
-		y->red = z->red;
+		set_parent(y->left, y);
+		set_red(y, is_red(z));
 	}
 	if (!y_red)
 		erase_fixup(t, x, xp);
@@ -322,12 +342,12 @@ static int check_node(const struct sched_rb_node *n, const struct sched_rb_node 
 
 	if (!n)
 		return 1;
-	if (n->parent != parent) {
+	if (parent_of(n) != parent) {
 		snprintf(buf, buflen, "tree: node %p has parent %p, expected %p", (const void *)n,
-			 (const void *)n->parent, (const void *)parent);
+			 (const void *)parent_of(n), (const void *)parent);
 		return -1;
 	}
-	if (n->red && (is_red(n->left) || is_red(n->right))) {
+	if (is_red(n) && (is_red(n->left) || is_red(n->right))) {
 		snprintf(buf, buflen, "tree: red node %p has a red child", (const void *)n);
 		return -1;
 	}
@@ -343,7 +363,7 @@ static int check_node(const struct sched_rb_node *n, const struct sched_rb_node 
 			 (const void *)n);
 		return -1;
 	}
-	return lh + (n->red ? 0 : 1);
+	return lh + (is_red(n) ? 0 : 1);
 }
 
 int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *buf, size_t buflen)
@@ -356,7 +376,7 @@ int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *bu
 		buf = dummy;
 		buflen = sizeof(dummy);
 	}
-	if (t->root && t->root->red) {
+	if (is_red(t->root)) {
 		snprintf(buf, buflen, "tree: red root");
 		return -EFAULT;
 	}
@@ -374,12 +394,20 @@ int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *bu
 		snprintf(buf, buflen, "tree: stale rightmost cache");
 		return -EFAULT;
 	}
-	for (n = t->leftmost; n; n = sched_tree_next(n)) {
+	for (n = t->leftmost; n; n = walk_next(n)) {
 		if (prev && cmp(prev, n) >= 0) {
 			snprintf(buf, buflen, "tree: order broken at %p", (const void *)n);
 			return -EFAULT;
 		}
+		if (n->prev != prev || (prev && prev->next != n)) {
+			snprintf(buf, buflen, "tree: in-order links broken at %p", (const void *)n);
+			return -EFAULT;
+		}
 		prev = n;
+	}
+	if (prev && prev->next) {
+		snprintf(buf, buflen, "tree: last node %p has a next link", (const void *)prev);
+		return -EFAULT;
 	}
 	return 0;
 }

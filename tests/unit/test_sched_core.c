@@ -921,3 +921,41 @@ Test(sched_core, latency_histogram_fills_from_completions)
 	cr_assert(sched_hist_percentile(&st.latency, 500) <= 3 * MS);
 	sched_destroy(sd);
 }
+
+/*
+ * The core remembers the queue of the latest completion to skip the hash on the next
+ * enqueue. The same key in another group must still get its own queue, and the hint must
+ * not outlive a queue freed with its group (ASan builds catch a use after free).
+ */
+Test(sched_core, queue_hint_respects_groups_and_group_removal)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, false);
+	struct sched_rq a, b, c;
+	struct sched_stats st;
+	uint32_t ga, gb;
+
+	cr_assert_eq(sched_group_create(sd, SCHED_ROOT_GROUP, 500, 500, &ga), 0);
+	cr_assert_eq(sched_group_create(sd, SCHED_ROOT_GROUP, 500, 500, &gb), 0);
+	mk(&a, 7, ga, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 1, 0, 4 * KIB);
+	enq(sd, &a, 1 * MS);
+	cr_assert_eq(disp(sd, 1 * MS), &a);
+	done(sd, &a, 2 * MS); /* the hint is now ga's queue of key 7 */
+	mk(&b, 7, gb, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 1, 0, 4 * KIB);
+	enq(sd, &b, 2 * MS);
+	cr_assert_eq(sched_group_stats(sd, gb, &st), 0);
+	cr_assert_eq(st.queued, 1, "key 7 of group b went to group a's queue");
+	cr_assert_eq(sched_group_stats(sd, ga, &st), 0);
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(disp(sd, 30 * MS), &b);
+	done(sd, &b, 31 * MS); /* the hint is now gb's queue */
+	cr_assert_eq(sched_group_remove(sd, gb), 0);
+	check(sd);
+	cr_assert_eq(sched_group_create(sd, SCHED_ROOT_GROUP, 500, 500, &gb), 0);
+	mk(&c, 7, gb, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 1, 8 * KIB, 4 * KIB);
+	enq(sd, &c, 40 * MS);
+	cr_assert_eq(sched_group_stats(sd, gb, &st), 0);
+	cr_assert_eq(st.queued, 1);
+	cr_assert_eq(disp(sd, 60 * MS), &c);
+	done(sd, &c, 61 * MS);
+	sched_destroy(sd);
+}

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched_tree.h"
 
@@ -192,5 +193,27 @@ Test(sched_tree, check_detects_broken_order)
 		sched_tree_insert(&t, &it[i].node, item_cmp);
 	}
 	it[0].key = 100; /* corrupt the order behind the tree's back */
+	cr_assert_neq(sched_tree_check(&t, item_cmp, buf, sizeof(buf)), 0);
+}
+
+/* The in-order links are checked against the tree's shape, in both directions. */
+Test(sched_tree, check_detects_broken_links)
+{
+	struct sched_tree t;
+	struct item it[4];
+	char buf[200];
+
+	sched_tree_init(&t);
+	for (int i = 0; i < 4; i++) {
+		it[i] = (struct item){ .key = (uint64_t)i * 10, .seq = (uint64_t)i };
+		sched_tree_insert(&t, &it[i].node, item_cmp);
+	}
+	check(&t);
+	it[1].node.next = &it[3].node; /* skips it[2] going forwards only */
+	cr_assert_neq(sched_tree_check(&t, item_cmp, buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, "links") != NULL, "%s", buf);
+	it[1].node.next = &it[2].node;
+	check(&t);
+	it[3].node.next = &it[0].node; /* a cycle off the end */
 	cr_assert_neq(sched_tree_check(&t, item_cmp, buf, sizeof(buf)), 0);
 }
