@@ -18,9 +18,10 @@
  *                                      queues every request or two; switches/1k shows it)
  *
  * Output, one line per combination: queues=N groups=G ns_per_req=X cpu_ns_per_req=C
- * switches_per_1k=S [dispatch_hash=H] (medians of --runs runs; X is wall-clock time, C the
- * thread's CPU time, which leaves out the time a loaded machine keeps the benchmark off the
- * CPU; S = queue changes between consecutive dispatches per 1000 requests). With --hash 1,
+ * switches_per_1k=S group_switches_per_1k=GS [dispatch_hash=H] (medians of --runs runs; X is
+ * wall-clock time, C the thread's CPU time, which leaves out the time a loaded machine keeps
+ * the benchmark off the CPU; S and GS = queue and group changes between consecutive
+ * dispatches per 1000 requests). With --hash 1,
  * H = FNV-1a hash (over words) of the measured loop's (queue, offset, time) dispatch
  * sequence: identical across runs, and across builds that do not change the scheduler's
  * behaviour, for a cheap check that a layout change changed no decision at 16384 queues.
@@ -50,6 +51,8 @@ struct bench {
 	sched_ns step;		/* [ns] per request */
 	uint64_t switches;	/* dispatches from another queue than the previous one */
 	uint64_t last_key;	/* queue of the previous dispatch */
+	uint64_t group_switches; /* dispatches from another group than the previous one */
+	uint32_t last_group;	/* group of the previous dispatch */
 	bool hash_on;		/* --hash 1 */
 	uint64_t hash;		/* FNV-1a of the dispatch sequence */
 	uint64_t *next_off;	/* per queue [bytes] */
@@ -159,6 +162,8 @@ static uint64_t step_loop(struct bench *b, uint64_t n)
 		}
 		b->switches += rq->queue_key != b->last_key;
 		b->last_key = rq->queue_key;
+		b->group_switches += rq->group != b->last_group;
+		b->last_group = rq->group;
 		if (b->hash_on)
 			b->hash = fnv_add(fnv_add(fnv_add(b->hash, rq->queue_key), rq->offset),
 					  b->now);
@@ -188,7 +193,7 @@ static int cmp_double(const void *a, const void *b)
 static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, unsigned ng,
 		     uint64_t reqs, unsigned runs, sched_ns step)
 {
-	double res[16], cpu[16], sw[16];
+	double res[16], cpu[16], sw[16], gsw[16];
 	uint64_t hash = 0;
 
 	if (runs > 16)
@@ -207,6 +212,7 @@ static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, uns
 		/* warm-up: every queue dispatched at least once, structures at steady size */
 		step_loop(&b, (uint64_t)nq * PER_QUEUE + 1000);
 		b.switches = 0;
+		b.group_switches = 0;
 		b.hash_on = opt_hash;
 		b.hash = 0xcbf29ce484222325ull;
 		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -223,6 +229,7 @@ static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, uns
 		res[r] = (double)(t1 - t0) / (double)reqs;
 		cpu[r] = (double)(c1 - c0) / (double)reqs;
 		sw[r] = 1000.0 * (double)b.switches / (double)reqs;
+		gsw[r] = 1000.0 * (double)b.group_switches / (double)reqs;
 		if (r > 0 && b.hash != hash) {
 			fprintf(stderr, "sched_micro: queues=%u groups=%u: runs differ\n", nq, ng);
 			return 1;
@@ -232,8 +239,10 @@ static int run_combo(enum sched_policy policy, bool rotational, unsigned nq, uns
 	qsort(res, runs, sizeof(res[0]), cmp_double);
 	qsort(cpu, runs, sizeof(cpu[0]), cmp_double);
 	qsort(sw, runs, sizeof(sw[0]), cmp_double);
-	printf("queues=%u groups=%u ns_per_req=%.1f cpu_ns_per_req=%.1f switches_per_1k=%.1f", nq,
-	       ng, res[runs / 2], cpu[runs / 2], sw[runs / 2]);
+	qsort(gsw, runs, sizeof(gsw[0]), cmp_double);
+	printf("queues=%u groups=%u ns_per_req=%.1f cpu_ns_per_req=%.1f switches_per_1k=%.1f "
+	       "group_switches_per_1k=%.1f",
+	       nq, ng, res[runs / 2], cpu[runs / 2], sw[runs / 2], gsw[runs / 2]);
 	if (opt_hash)
 		printf(" dispatch_hash=%016llx", (unsigned long long)hash);
 	printf("\n");
