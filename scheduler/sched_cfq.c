@@ -625,131 +625,11 @@ static void choose_group(struct sched *sd, sched_ns now)
 	choose_wl_class_and_type(sd, g, now);
 }
 
-/*
- * Prefetch of the queues that will most likely be served next. With thousands of busy queues
- * every queue's lines are cold when its turn comes (a round over 16384 queues touches ~16
- * MiB), and with slices scaled down by low_latency CFQ switches queues every request or two;
- * fetching a queue's lines one by one at its switch stalls on each. So a pipeline, each stage
- * reading only lines that the previous switch's stage fetched:
- * - while switches stay in one group, the next queues are the active queue's successors on
- *   its service tree (q1, q2, found through the tree's in-order links, no walk): at a switch,
- *   q2's lines and q1's first request; at the first dispatch, q1's second request;
- * - while every switch changes group (many groups, or groups with a queue or two), they are
- *   the first queues of the groups that follow the serving one on the group tree (g1, g2,
- *   g3), on the service tree now served: at a switch, g3's lines, g2's first queue, and g1's
- *   first queue's first request; at the first dispatch, that queue's second request.
- * The kind of the latest switch picks the pipeline (cd->group_hops). A hint only: a wrong
- * guess (a preemption, a new queue) costs cache space; no decision reads from it.
- */
-static const struct sched_queue *successor(const struct sched_queue *q)
-{
-	const struct sched_rb_node *n = q->cfq.st ? sched_tree_next(&q->cfq.st_node) : NULL;
-
-	return n ? sched_container_of(n, struct sched_queue, cfq.st_node) : NULL;
-}
-
-static const struct sched_group *grp_successor(const struct sched_group *g)
-{
-	const struct sched_rb_node *n =
-		sched_tree_node_linked(&g->cfq.node) ? sched_tree_next(&g->cfq.node) : NULL;
-
-	return n ? sched_container_of(n, struct sched_group, cfq.node) : NULL;
-}
-
-static const struct cfq_st *st_guess(const struct sched *sd, const struct sched_group *g)
-{
-	const struct cfq_data *cd = &sd->cfq;
-
-	return cd->wl_class == WL_IDLE ? &g->cfq.st_idle : &g->cfq.st[cd->wl_class][cd->wl_type];
-}
-
-static const struct sched_queue *first_queue_guess(const struct sched *sd,
-						   const struct sched_group *g)
-{
-	const struct sched_rb_node *n = g ? sched_tree_first(&st_guess(sd, g)->tree) : NULL;
-
-	return n ? sched_container_of(n, struct sched_queue, cfq.st_node) : NULL;
-}
-
-static void prefetch_queue(const struct sched_queue *q)
-{
-	const char *p = (const char *)q, *st = (const char *)&q->stats;
-
-	if (!q)
-		return;
-	/* identity and CFQ state, then the statistics' lines written per request and slice */
-	for (size_t off = 0; off < offsetof(struct sched_queue, lru_node); off += 64)
-		__builtin_prefetch(p + off);
-	for (size_t off = 0; off < offsetof(struct sched_stats, latency.count); off += 64)
-		__builtin_prefetch(st + off);
-}
-
-static void prefetch_rq(const struct sched_rq *rq)
-{
-	for (size_t off = 0; rq && off < sizeof(*rq); off += 64)
-		__builtin_prefetch((const char *)rq + off);
-}
-
-/* The group tree's line and the per-switch line of g, and the service tree likely served. */
-static void prefetch_group(const struct sched *sd, const struct sched_group *g)
-{
-	if (!g)
-		return;
-	__builtin_prefetch(&g->cfq);
-	__builtin_prefetch((const char *)&g->cfq + 64);
-	__builtin_prefetch(st_guess(sd, g));
-}
-
-/* q has just become active. */
-static void prefetch_at_switch(const struct sched *sd, const struct sched_queue *q)
-{
-	const struct sched_group *g1, *g2;
-	const struct sched_queue *q1;
-
-	if (!sd->cfq.group_hops) {
-		q1 = successor(q);
-		if (q1) {
-			prefetch_rq(q1->cfq.next_rq);
-			prefetch_queue(successor(q1));
-		}
-		return;
-	}
-	g1 = grp_successor(q->g);
-	if (!g1)
-		return;
-	q1 = first_queue_guess(sd, g1);
-	if (q1)
-		prefetch_rq(q1->cfq.next_rq);
-	g2 = grp_successor(g1);
-	if (g2) {
-		prefetch_queue(first_queue_guess(sd, g2));
-		prefetch_group(sd, grp_successor(g2));
-	}
-}
-
-/* The active queue q has dispatched the first request of its slice. */
-static void prefetch_at_first_dispatch(const struct sched *sd, const struct sched_queue *q)
-{
-	const struct sched_queue *q1 =
-		sd->cfq.group_hops ? first_queue_guess(sd, grp_successor(q->g)) : successor(q);
-	const struct sched_rb_node *n;
-
-	if (q1 && q1->cfq.next_rq) {
-		n = sched_tree_next(&q1->cfq.next_rq->sort_node);
-		if (n)
-			prefetch_rq(sched_container_of(n, struct sched_rq, sort_node));
-	}
-}
-
 static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
 	struct cfq_queue *cq;
 
-	if (q) {
-		cd->group_hops = cd->prev_gid != q->g->id;
-		cd->prev_gid = q->g->id;
-	}
 	cd->active = q;
 	if (!q)
 		return;
@@ -767,7 +647,6 @@ static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns n
 	del_timer(sd, now);
 	q->stats.slices++;
 	q->g->stats.slices++;
-	prefetch_at_switch(sd, q);
 }
 
 static bool should_idle(const struct sched *sd, const struct sched_queue *q)
@@ -1014,8 +893,7 @@ static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 		rq = q->cfq.next_rq;
 	dispatch_insert(sd, q, rq, now);
 	cd->active_progress = now;
-	if (++q->cfq.slice_dispatch == 1)
-		prefetch_at_first_dispatch(sd, q);
+	q->cfq.slice_dispatch++;
 	cfqq_clear_must_dispatch(q);
 	/* an async queue that used its request quota, or an IDLE one, yields at once */
 	if (cd->busy_queues > 1 &&

@@ -302,9 +302,6 @@ struct cfq_data {
 	uint64_t min_vdisktime;	      /* monotonic, <= every vdisktime on grp_tree */
 	uint64_t grp_seq, q_seq;      /* tie-breaker sources */
 	struct sched_queue *active;   /* the served queue, or NULL */
-	uint32_t prev_gid;	      /* group of the latest activated queue (a hint: ids are
-					 compared, never looked up) */
-	bool group_hops;	      /* the latest activation changed group (prefetch guess) */
 	struct sched_group *serving_group;
 	uint8_t wl_class, wl_type;    /* serving workload */
 	sched_ns workload_expires;    /* [ns] */
