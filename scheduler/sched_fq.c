@@ -29,13 +29,9 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(sched_ns) == 8, "64-bit virtual t
 /* vfr * weight stays < 2^32: 4096 * 1000 */
 _Static_assert((1ull << SCHED_FQ_SHIFT) * SCHED_WEIGHT_MAX < (1ull << 32), "vfraction product");
 
-#define grp_of(n) sched_container_of(n, struct sched_group, cfq.node)
-
-static int grp_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
+bool sched__fq_on_tree(const struct sched *sd, const struct sched_group *g)
 {
-	const struct cfq_group *x = &grp_of(a)->cfq, *y = &grp_of(b)->cfq;
-
-	return sched__cmp_key_seq(x->vdisktime, x->seq, y->vdisktime, y->seq);
+	return sched_mmheap_contains(&sd->fq_heap, g->id);
 }
 
 uint64_t sched__fq_scale_charge(uint64_t charge, uint32_t vfraction)
@@ -59,7 +55,6 @@ void sched__fq_group_init(struct sched_group *g)
 	}
 	sched_tree_init(&c->st_idle.tree);
 	c->st_idle.ttime = (struct cfq_ttime){ 0 };
-	sched_tree_node_clear(&c->node);
 	c->seq = 0;
 	c->vdisktime = 0;
 	c->weight = g->cfg_weight;
@@ -82,7 +77,8 @@ void sched__fq_group_init(struct sched_group *g)
 	c->ttime = (struct cfq_ttime){ 0 };
 }
 
-void sched__fq_set_weight(struct sched_group *g, uint32_t weight, uint32_t leaf_weight)
+void sched__fq_set_weight(const struct sched *sd, struct sched_group *g, uint32_t weight,
+			  uint32_t leaf_weight)
 {
 	struct cfq_group *c = &g->cfq;
 
@@ -93,7 +89,7 @@ void sched__fq_set_weight(struct sched_group *g, uint32_t weight, uint32_t leaf_
 	} else {
 		c->new_weight = weight != c->weight ? weight : 0;
 	}
-	if (!sched_tree_node_linked(&c->node)) {
+	if (!sched__fq_on_tree(sd, g)) {
 		c->leaf_weight = leaf_weight;
 		c->new_leaf_weight = 0;
 	} else {
@@ -114,13 +110,13 @@ void sched__fq_group_add(struct sched *sd, struct sched_group *g)
 	uint64_t vfr = 1ull << SCHED_FQ_SHIFT;
 	bool propagate;
 
-	assert(!sched_tree_node_linked(&g->cfq.node));
+	assert(!sched__fq_on_tree(sd, g));
 	if (g->cfq.new_leaf_weight) {
 		g->cfq.leaf_weight = g->cfq.new_leaf_weight;
 		g->cfq.new_leaf_weight = 0;
 	}
 	g->cfq.seq = ++cd->grp_seq;
-	sched_tree_insert(&cd->grp_tree, &g->cfq.node, grp_cmp);
+	sched_mmheap_insert(&sd->fq_heap, g->id, g->cfq.vdisktime, g->cfq.seq);
 
 	propagate = pos->cfq.nr_active++ == 0;
 	pos->cfq.children_weight += pos->cfq.leaf_weight;
@@ -157,8 +153,8 @@ void sched__fq_group_del(struct sched *sd, struct sched_group *g)
 		parent->cfq.children_weight -= pos->cfq.weight;
 		pos = parent;
 	}
-	if (sched_tree_node_linked(&g->cfq.node))
-		sched_tree_erase(&sd->cfq.grp_tree, &g->cfq.node);
+	if (sched__fq_on_tree(sd, g))
+		sched_mmheap_erase(&sd->fq_heap, g->id);
 }
 
 /* vfraction is valid only on the tree: remember it, leave, advance, come back (which also
@@ -174,12 +170,12 @@ void sched__fq_charge(struct sched *sd, struct sched_group *g, uint64_t charge)
 
 struct sched_group *sched__fq_pick(struct sched *sd)
 {
-	struct sched_rb_node *n = sched_tree_first(&sd->cfq.grp_tree);
+	uint32_t id = sched_mmheap_first(&sd->fq_heap);
 	struct sched_group *g;
 
-	if (!n)
+	if (id == SCHED_MMHEAP_NONE)
 		return NULL;
-	g = grp_of(n);
+	g = sd->groups[id];
 	if (sched_time_after(g->cfq.vdisktime, sd->cfq.min_vdisktime))
 		sd->cfq.min_vdisktime = g->cfq.vdisktime;
 	return g;
@@ -205,16 +201,25 @@ int sched__fq_check(const struct sched *sd, char *buf, size_t buflen)
 	uint32_t i;
 	int ret;
 
-	ret = sched_tree_check(&cd->grp_tree, grp_cmp, buf, buflen);
+	ret = sched_mmheap_check(&sd->fq_heap, buf, buflen);
 	if (ret)
 		return ret;
+	for (i = 0; i < sd->fq_heap.n; i++) {
+		const struct sched_mmheap_ent *e = &sd->fq_heap.a[i];
+		const struct sched_group *g = e->id < sd->nr_group_slots ? sd->groups[e->id] : NULL;
+
+		if (!g)
+			FAIL("group tree: id %u names no group", e->id);
+		if (e->key != g->cfq.vdisktime || e->seq != g->cfq.seq)
+			FAIL("group %u: vdisktime changed while on the group tree", e->id);
+	}
 	for (i = 0; i < sd->nr_group_slots; i++) {
 		struct sched_group *g = sd->groups[i];
 
 		if (!g)
 			continue;
-		g->scratch_cw = sched_tree_node_linked(&g->cfq.node) ? g->cfq.leaf_weight : 0;
-		g->scratch_na = sched_tree_node_linked(&g->cfq.node) ? 1 : 0;
+		g->scratch_cw = sched__fq_on_tree(sd, g) ? g->cfq.leaf_weight : 0;
+		g->scratch_na = sched__fq_on_tree(sd, g) ? 1 : 0;
 	}
 	for (i = 0; i < sd->nr_group_slots; i++) {
 		struct sched_group *g = sd->groups[i];
@@ -233,7 +238,7 @@ int sched__fq_check(const struct sched *sd, char *buf, size_t buflen)
 			FAIL("group %u: nr_active %u children_weight %llu, expected %u %llu", i,
 			     g->cfq.nr_active, (unsigned long long)g->cfq.children_weight,
 			     g->scratch_na, (unsigned long long)g->scratch_cw);
-		if (!sched_tree_node_linked(&g->cfq.node))
+		if (!sched__fq_on_tree(sd, g))
 			continue;
 		if (g->cfq.vfraction == 0 || g->cfq.vfraction > (1u << SCHED_FQ_SHIFT))
 			FAIL("group %u: vfraction %u out of range", i, g->cfq.vfraction);
