@@ -342,12 +342,8 @@ static int group_alloc(struct sched *sd, struct sched_group *parent, uint32_t we
 		return -ENOMEM;
 	if (sd->nr_group_slots == sd->group_cap) {
 		uint32_t cap = sd->group_cap ? sd->group_cap * 2 : 8;
-		struct sched_group **n;
+		struct sched_group **n = realloc(sd->groups, cap * sizeof(*n));
 
-		/* CFQ's group service tree is indexed by id; growing it alone changes nothing */
-		if (sched_mmheap_reserve(&sd->fq_heap, cap) != 0)
-			return -ENOMEM;
-		n = realloc(sd->groups, cap * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
 		sd->groups = n;
@@ -392,7 +388,7 @@ int sched_group_set_weight(struct sched *sd, uint32_t id, uint32_t weight, uint3
 		return -EINVAL;
 	g->cfg_weight = weight;
 	g->cfg_leaf_weight = leaf_weight;
-	sched__fq_set_weight(sd, g, weight, leaf_weight);
+	sched__fq_set_weight(g, weight, leaf_weight);
 	paranoid_check(sd);
 	return 0;
 }
@@ -600,7 +596,6 @@ struct sched *sched_create(enum sched_policy policy, bool rotational)
 out_hash:
 	free(sd->hash);
 out_free:
-	sched_mmheap_free(&sd->fq_heap);
 	free(sd->groups);
 	free(sd);
 	return NULL;
@@ -620,7 +615,6 @@ void sched_destroy(struct sched *sd)
 	for (uint32_t i = 0; i < sd->nr_group_slots; i++)
 		free(sd->groups[i]);
 	free(sd->groups);
-	sched_mmheap_free(&sd->fq_heap);
 	free(sd->hash);
 	free(sd);
 }

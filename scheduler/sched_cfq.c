@@ -296,15 +296,18 @@ static int st_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
 static void group_notify_queue_add(struct sched *sd, struct sched_group *g)
 {
 	struct cfq_data *cd = &sd->cfq;
-	uint32_t last;
+	struct sched_rb_node *last;
 
 	g->cfq.nr_cfqq++;
-	if (sched__fq_on_tree(sd, g))
+	if (sched_tree_node_linked(&g->cfq.node))
 		return;
 	/* a returning group goes to the back: it keeps no credit (kernel behaviour) */
-	last = sched_mmheap_last(&sd->fq_heap);
-	if (last != SCHED_MMHEAP_NONE) {
-		g->cfq.vdisktime = sched_mmheap_get(&sd->fq_heap, last)->key +
+	last = sched_tree_last(&cd->grp_tree);
+	if (last) {
+		const struct sched_group *lg =
+			sched_container_of(last, struct sched_group, cfq.node);
+
+		g->cfq.vdisktime = lg->cfq.vdisktime +
 				   (iops_mode(sd) ? CFQ_IOPS_GROUP_DELAY : CFQ_IDLE_DELAY);
 	} else {
 		g->cfq.vdisktime = cd->min_vdisktime;
@@ -1265,7 +1268,7 @@ static void cfq_init(struct sched *sd, sched_ns now)
 	struct sched_list *l;
 
 	memset(cd, 0, sizeof(*cd));
-	sched_mmheap_clear(&sd->fq_heap);
+	sched_tree_init(&cd->grp_tree);
 	cd->hw_tag = -1;
 	cd->idle_timer = SCHED_NS_NEVER;
 	cd->idle_class_wait = SCHED_NS_NEVER;
@@ -1465,9 +1468,9 @@ static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
 		if (g->cfq.nr_busy_async != g->cfq.st[WL_RT][WL_ASYNC].tree.count +
 						   g->cfq.st[WL_BE][WL_ASYNC].tree.count)
 			FAIL("group %u: nr_busy_async %u", i, g->cfq.nr_busy_async);
-		if ((g->cfq.nr_cfqq > 0) != sched__fq_on_tree(sd, g))
+		if ((g->cfq.nr_cfqq > 0) != sched_tree_node_linked(&g->cfq.node))
 			FAIL("group %u: %u busy queues but on tree = %d", i, g->cfq.nr_cfqq,
-			     sched__fq_on_tree(sd, g));
+			     sched_tree_node_linked(&g->cfq.node));
 		for (l = g->queues.next; l != &g->queues; l = l->next)
 			disp += sched_container_of(l, struct sched_queue, group_node)->cfq.dispatched;
 		if (disp != g->cfq.dispatched)

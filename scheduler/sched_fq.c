@@ -29,9 +29,13 @@ _Static_assert(sizeof(uint64_t) == 8 && sizeof(sched_ns) == 8, "64-bit virtual t
 /* vfr * weight stays < 2^32: 4096 * 1000 */
 _Static_assert((1ull << SCHED_FQ_SHIFT) * SCHED_WEIGHT_MAX < (1ull << 32), "vfraction product");
 
-bool sched__fq_on_tree(const struct sched *sd, const struct sched_group *g)
+#define grp_of(n) sched_container_of(n, struct sched_group, cfq.node)
+
+static int grp_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
 {
-	return sched_mmheap_contains(&sd->fq_heap, g->id);
+	const struct cfq_group *x = &grp_of(a)->cfq, *y = &grp_of(b)->cfq;
+
+	return sched__cmp_key_seq(x->vdisktime, x->seq, y->vdisktime, y->seq);
 }
 
 uint64_t sched__fq_scale_charge(uint64_t charge, uint32_t vfraction)
@@ -55,6 +59,7 @@ void sched__fq_group_init(struct sched_group *g)
 	}
 	sched_tree_init(&c->st_idle.tree);
 	c->st_idle.ttime = (struct cfq_ttime){ 0 };
+	sched_tree_node_clear(&c->node);
 	c->seq = 0;
 	c->vdisktime = 0;
 	c->weight = g->cfg_weight;
@@ -77,8 +82,7 @@ void sched__fq_group_init(struct sched_group *g)
 	c->ttime = (struct cfq_ttime){ 0 };
 }
 
-void sched__fq_set_weight(const struct sched *sd, struct sched_group *g, uint32_t weight,
-			  uint32_t leaf_weight)
+void sched__fq_set_weight(struct sched_group *g, uint32_t weight, uint32_t leaf_weight)
 {
 	struct cfq_group *c = &g->cfq;
 
@@ -89,7 +93,7 @@ void sched__fq_set_weight(const struct sched *sd, struct sched_group *g, uint32_
 	} else {
 		c->new_weight = weight != c->weight ? weight : 0;
 	}
-	if (!sched__fq_on_tree(sd, g)) {
+	if (!sched_tree_node_linked(&c->node)) {
 		c->leaf_weight = leaf_weight;
 		c->new_leaf_weight = 0;
 	} else {
@@ -110,13 +114,13 @@ void sched__fq_group_add(struct sched *sd, struct sched_group *g)
 	uint64_t vfr = 1ull << SCHED_FQ_SHIFT;
 	bool propagate;
 
-	assert(!sched__fq_on_tree(sd, g));
+	assert(!sched_tree_node_linked(&g->cfq.node));
 	if (g->cfq.new_leaf_weight) {
 		g->cfq.leaf_weight = g->cfq.new_leaf_weight;
 		g->cfq.new_leaf_weight = 0;
 	}
 	g->cfq.seq = ++cd->grp_seq;
-	sched_mmheap_insert(&sd->fq_heap, g->id, g->cfq.vdisktime, g->cfq.seq);
+	sched_tree_insert(&cd->grp_tree, &g->cfq.node, grp_cmp);
 
 	propagate = pos->cfq.nr_active++ == 0;
 	pos->cfq.children_weight += pos->cfq.leaf_weight;
@@ -153,8 +157,8 @@ void sched__fq_group_del(struct sched *sd, struct sched_group *g)
 		parent->cfq.children_weight -= pos->cfq.weight;
 		pos = parent;
 	}
-	if (sched__fq_on_tree(sd, g))
-		sched_mmheap_erase(&sd->fq_heap, g->id);
+	if (sched_tree_node_linked(&g->cfq.node))
+		sched_tree_erase(&sd->cfq.grp_tree, &g->cfq.node);
 }
 
 /* vfraction is valid only on the tree: remember it, leave, advance, come back (which also
@@ -170,12 +174,12 @@ void sched__fq_charge(struct sched *sd, struct sched_group *g, uint64_t charge)
 
 struct sched_group *sched__fq_pick(struct sched *sd)
 {
-	uint32_t id = sched_mmheap_first(&sd->fq_heap);
+	struct sched_rb_node *n = sched_tree_first(&sd->cfq.grp_tree);
 	struct sched_group *g;
 
-	if (id == SCHED_MMHEAP_NONE)
+	if (!n)
 		return NULL;
-	g = sd->groups[id];
+	g = grp_of(n);
 	if (sched_time_after(g->cfq.vdisktime, sd->cfq.min_vdisktime))
 		sd->cfq.min_vdisktime = g->cfq.vdisktime;
 	return g;
@@ -201,25 +205,16 @@ int sched__fq_check(const struct sched *sd, char *buf, size_t buflen)
 	uint32_t i;
 	int ret;
 
-	ret = sched_mmheap_check(&sd->fq_heap, buf, buflen);
+	ret = sched_tree_check(&cd->grp_tree, grp_cmp, buf, buflen);
 	if (ret)
 		return ret;
-	for (i = 0; i < sd->fq_heap.n; i++) {
-		const struct sched_mmheap_ent *e = &sd->fq_heap.a[i];
-		const struct sched_group *g = e->id < sd->nr_group_slots ? sd->groups[e->id] : NULL;
-
-		if (!g)
-			FAIL("group tree: id %u names no group", e->id);
-		if (e->key != g->cfq.vdisktime || e->seq != g->cfq.seq)
-			FAIL("group %u: vdisktime changed while on the group tree", e->id);
-	}
 	for (i = 0; i < sd->nr_group_slots; i++) {
 		struct sched_group *g = sd->groups[i];
 
 		if (!g)
 			continue;
-		g->scratch_cw = sched__fq_on_tree(sd, g) ? g->cfq.leaf_weight : 0;
-		g->scratch_na = sched__fq_on_tree(sd, g) ? 1 : 0;
+		g->scratch_cw = sched_tree_node_linked(&g->cfq.node) ? g->cfq.leaf_weight : 0;
+		g->scratch_na = sched_tree_node_linked(&g->cfq.node) ? 1 : 0;
 	}
 	for (i = 0; i < sd->nr_group_slots; i++) {
 		struct sched_group *g = sd->groups[i];
@@ -238,7 +233,7 @@ int sched__fq_check(const struct sched *sd, char *buf, size_t buflen)
 			FAIL("group %u: nr_active %u children_weight %llu, expected %u %llu", i,
 			     g->cfq.nr_active, (unsigned long long)g->cfq.children_weight,
 			     g->scratch_na, (unsigned long long)g->scratch_cw);
-		if (!sched__fq_on_tree(sd, g))
+		if (!sched_tree_node_linked(&g->cfq.node))
 			continue;
 		if (g->cfq.vfraction == 0 || g->cfq.vfraction > (1u << SCHED_FQ_SHIFT))
 			FAIL("group %u: vfraction %u out of range", i, g->cfq.vfraction);

@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include "sched.h"
-#include "sched_mmheap.h"
 #include "sched_tree.h"
 
 /* ---------------------------------------------------------------------------------------- */
@@ -267,18 +266,18 @@ struct cfq_queue {
 };
 
 /*
- * Cache lines (struct sched_group aligns it): lines 0 and 1 hold the per-switch state (the
- * group tree's key, vfraction, per-class busy counts so that choosing a class reads no service
- * tree, weights, think time); the group tree itself is a compact heap outside the groups
- * (struct sched fq_heap), so picking or charging a group reads no other group's lines; then
- * one line per service tree (tree + think time, 64 bytes each).
+ * Cache lines (struct sched_group aligns it): line 0 is what the group tree's walks and picks
+ * read (node, seq, vdisktime) with vfraction and nr_cfqq; line 1 the rest of the per-switch
+ * state, with per-class busy counts so that choosing a class reads no service tree; line 2
+ * the think time and the rarely set pending weights; then one line per service tree (tree +
+ * think time, 64 bytes each).
  * Invariant: nr_busy[c] == sum of the queue counts of class c's trees; nr_busy_async == the
  * counts of the RT and BE ASYNC trees.
  */
 struct cfq_group {
+	struct sched_rb_node node;     /* in cfq_data.grp_tree iff nr_cfqq > 0 */
 	uint64_t seq;		       /* tie-breaker of vdisktime */
-	uint64_t vdisktime;	       /* [ns << 24 / vfraction] virtual service received; the
-					  group tree holds a copy while the group is on it */
+	uint64_t vdisktime;	       /* [ns << 24 / vfraction] virtual service received */
 	uint32_t vfraction;	       /* [1/4096] share of the device, valid while on tree */
 	uint32_t nr_cfqq;	       /* busy queues (on a service tree) */
 	uint32_t dispatched;	       /* [I/Os] in flight */
@@ -299,7 +298,8 @@ struct cfq_group {
 };
 
 struct cfq_data {
-	uint64_t min_vdisktime;	      /* monotonic, <= every vdisktime on the group tree */
+	struct sched_tree grp_tree;   /* busy groups by (vdisktime, seq) */
+	uint64_t min_vdisktime;	      /* monotonic, <= every vdisktime on grp_tree */
 	uint64_t grp_seq, q_seq;      /* tie-breaker sources */
 	struct sched_queue *active;   /* the served queue, or NULL */
 	struct sched_group *serving_group;
@@ -390,8 +390,9 @@ struct sched_group {
 
 _Static_assert(sizeof(struct cfq_st) == 64, "one service tree per cache line");
 _Static_assert(offsetof(struct cfq_queue, rb_seq) + 8 <= 64, "tree walk reads line 0 only");
-_Static_assert(offsetof(struct cfq_group, nr_active) + 4 <= 64 &&
-		       offsetof(struct cfq_group, ttime) + sizeof(struct cfq_ttime) <= 128,
+_Static_assert(offsetof(struct cfq_group, nr_cfqq) + 4 <= 64 &&
+		       offsetof(struct cfq_group, saved_wl_class) < 128 &&
+		       offsetof(struct cfq_group, ttime) == 128,
 	       "cfq_group line plan");
 _Static_assert(offsetof(struct sched_queue, cfq) == 64 && offsetof(struct sched_group, cfq) == 64,
 	       "identity in line 0, policy state from line 1");
@@ -459,12 +460,6 @@ struct sched {
 	struct sched_queue *lookup_hint;
 	struct sched_list all_queues;  /* every allocated queue */
 	struct cfq_data cfq;
-	/*
-	 * CFQ's group service tree: busy groups (nr_cfqq > 0) by (vdisktime, seq), ids as
-	 * entries. Outside cfq_data because its storage is sized with the group slots
-	 * (group_alloc) and must survive cfq_init's reset, which only empties it.
-	 */
-	struct sched_mmheap fq_heap;
 	struct dl_data dl;
 	struct noop_data noop;
 };
@@ -501,14 +496,11 @@ int sched__check_chain(const struct sched_rq *h, const struct sched_queue *q, si
 #define SCHED_FQ_SHIFT 12 /* 1.0 in vfraction == 1 << 12 */
 uint64_t sched__fq_scale_charge(uint64_t charge, uint32_t vfraction);
 void sched__fq_group_add(struct sched *sd, struct sched_group *g);
-/* g is on the group tree (<=> it has busy queues). */
-bool sched__fq_on_tree(const struct sched *sd, const struct sched_group *g);
 void sched__fq_group_del(struct sched *sd, struct sched_group *g);
 void sched__fq_charge(struct sched *sd, struct sched_group *g, uint64_t charge);
 struct sched_group *sched__fq_pick(struct sched *sd);
 sched_ns sched__fq_group_slice(const struct sched *sd, const struct sched_group *g);
-void sched__fq_set_weight(const struct sched *sd, struct sched_group *g, uint32_t weight,
-			  uint32_t leaf_weight);
+void sched__fq_set_weight(struct sched_group *g, uint32_t weight, uint32_t leaf_weight);
 void sched__fq_group_init(struct sched_group *g);
 int sched__fq_check(const struct sched *sd, char *buf, size_t buflen);
 bool sched__fq_is_descendant(const struct sched_group *g, const struct sched_group *ancestor);
