@@ -58,19 +58,6 @@ static void teardown(void)
 
 TestSuite(kill, .init = setup, .fini = teardown, .timeout = 60);
 
-/* Reads io.stat; returns its queued= sum, asserting the file parses. */
-static uint64_t queued_now(unsigned *groups)
-{
-	static char text[1 << 16];
-	uint64_t q = 0;
-	ssize_t n = mnt_get(mnt_path(&M, ".cfqfs/io.stat"), text, sizeof(text) - 1);
-
-	cr_assert_geq(n, 0, "read io.stat: %s", strerror((int)-n));
-	text[n] = '\0';
-	cr_assert_eq(ch_iostat_queued(text, groups, &q), 0, "io.stat unparsable:\n%s", text);
-	return q;
-}
-
 /* Polls io.stat up to 3 s for queued=0 in every group; fails with the last text otherwise. */
 static void expect_queues_drained(const char *when)
 {
@@ -78,7 +65,7 @@ static void expect_queues_drained(const char *when)
 	uint64_t q = 0;
 
 	for (int i = 0; i < 60; i++) {
-		q = queued_now(&groups);
+		q = mnt_cr_queued(&M, &groups);
 		if (q == 0)
 			break;
 		usleep(50000);
@@ -180,7 +167,7 @@ static uint64_t round_kill(unsigned round, unsigned nr_readers, unsigned nr_writ
 	for (int t = 0; t < run_ms; t += 20) {
 		unsigned groups;
 		if (n > 1 && t >= run_ms / 2) {
-			uint64_t q = queued_now(&groups);
+			uint64_t q = mnt_cr_queued(&M, &groups);
 			if (q > max_q)
 				max_q = q;
 		}

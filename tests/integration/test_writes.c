@@ -184,20 +184,6 @@ Test(writes, writes_land_with_workers_only)
 	mnt_cr_finish(&m);
 }
 
-/* queued= summed over io.stat's groups */
-static uint64_t queued_now(void)
-{
-	static char text[1 << 16];
-	unsigned groups = 0;
-	uint64_t q = 0;
-	ssize_t n = mnt_get(mnt_path(&m, ".cfqfs/io.stat"), text, sizeof(text) - 1);
-
-	cr_assert_geq(n, 0, "read io.stat: %s", strerror((int)-n));
-	text[n] = '\0';
-	cr_assert_eq(ch_iostat_queued(text, &groups, &q), 0, "io.stat unparsable:\n%s", text);
-	return q;
-}
-
 /*
  * Rounds of WRITERS writers (1 MiB writes, each followed by an fsync that the writer reports)
  * SIGKILLed together after 20-80 ms, while most of their writes wait in the scheduler. Every
@@ -240,7 +226,7 @@ Test(writes, writers_killed_with_queued_writes_keep_what_they_synced, .timeout =
 	}
 	cr_assert_gt(acks, 0, "no writer ever got an fsync through: nothing was checked");
 	uint64_t q = 0;
-	for (int i = 0; i < 60 && (q = queued_now()) != 0; i++)
+	for (int i = 0; i < 60 && (q = mnt_cr_queued(&m, NULL)) != 0; i++)
 		usleep(50000);
 	cr_assert_eq(q, 0, "%llu request(s) still queued 3 s after the last kill",
 		     (unsigned long long)q);

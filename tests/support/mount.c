@@ -5,6 +5,8 @@
  */
 #include "mount.h"
 
+#include "chaos.h"
+
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
@@ -907,4 +909,19 @@ void mnt_cr_finish(struct mnt *m)
 	mnt_teardown(m);
 	cr_assert(!mnt_is_fuse_mounted(mp), "%s is still mounted after teardown", mp);
 	cr_assert(ok, "daemon did not exit cleanly after unmount: %s", st);
+}
+
+uint64_t mnt_cr_queued(struct mnt *m, unsigned *groups)
+{
+	static char text[1 << 16];
+	unsigned n_groups = 0;
+	uint64_t q = 0;
+	ssize_t n = mnt_get(mnt_path(m, ".cfqfs/io.stat"), text, sizeof(text) - 1);
+
+	cr_assert_geq(n, 0, "read io.stat: %s", strerror((int)-n));
+	text[n] = '\0';
+	cr_assert_eq(ch_iostat_queued(text, &n_groups, &q), 0, "io.stat unparsable:\n%s", text);
+	if (groups)
+		*groups = n_groups;
+	return q;
 }

@@ -29,6 +29,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -172,6 +173,11 @@ void mnt_cr_teardown(struct mnt *m);
  * mount is gone (a .fini cannot fail a test in Criterion 2.4).
  */
 void mnt_cr_finish(struct mnt *m);
+/*
+ * In a test body: the sum of queued= over the groups of m's .cfqfs/io.stat, and their number
+ * in *groups (if not NULL). Fails the test when the file cannot be read or parsed.
+ */
+uint64_t mnt_cr_queued(struct mnt *m, unsigned *groups);
 
 /*
  * In a test body: `expr` must yield -1 with errno == err (use with calls returning -1 on error).
