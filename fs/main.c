@@ -694,6 +694,19 @@ int main(int argc, char **argv)
 	 * SIGINT are how a daemon is asked to stop, not failures. */
 	if (err == SIGTERM || err == SIGINT || err == -SIGTERM || err == -SIGINT)
 		err = 0;
+	/*
+	 * The kernel ends a connection with ENODEV, which libfuse takes as a normal end, except
+	 * when the end (an unmount, or an abort in /sys/fs/fuse/connections) meets a thread in
+	 * the middle of reading a request: that read fails with ECONNABORTED, which libfuse 3.14
+	 * reports as a device error. The connection is gone either way and every queued request
+	 * was answered above, so it is the same clean end. Seen at unmount with releases still
+	 * in flight (a process closing 32 files just before the unmount).
+	 */
+	if (err == -ECONNABORTED || err == ECONNABORTED) {
+		LOG_INFO("connection closed by the kernel while a request was being read "
+			 "(unmount or abort)");
+		err = 0;
+	}
 	status = err ? 1 : 0;
 	if (err)
 		LOG_ERR("session ended with error: %s", strerror(err < 0 ? -err : err));
