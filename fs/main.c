@@ -695,12 +695,12 @@ int main(int argc, char **argv)
 	if (err == SIGTERM || err == SIGINT || err == -SIGTERM || err == -SIGINT)
 		err = 0;
 	/*
-	 * The kernel ends a connection with ENODEV, which libfuse takes as a normal end, except
-	 * when the end (an unmount, or an abort in /sys/fs/fuse/connections) meets a thread in
-	 * the middle of reading a request: that read fails with ECONNABORTED, which libfuse 3.14
-	 * reports as a device error. The connection is gone either way and every queued request
-	 * was answered above, so it is the same clean end. Seen at unmount with releases still
-	 * in flight (a process closing 32 files just before the unmount).
+	 * The kernel ends a connection with ENODEV on /dev/fuse, which libfuse takes as a normal
+	 * end. A read that the end (an unmount, or an abort in /sys/fs/fuse/connections) meets
+	 * while requests are still arriving can fail with ECONNABORTED instead, which libfuse
+	 * 3.14 reports as a device error: seen on kernel 6.18 at an unmount right after a process
+	 * closed 32 files (their releases still in flight). The connection is gone either way
+	 * and every queued request was answered above, so it is the same clean end.
 	 */
 	if (err == -ECONNABORTED || err == ECONNABORTED) {
 		LOG_INFO("connection closed by the kernel while a request was being read "
