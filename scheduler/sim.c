@@ -790,6 +790,23 @@ static int issue_to_device(struct sim *s, struct sched_rq *rq)
 	return 0;
 }
 
+/* Dispatches while the device has room. */
+static int dispatch_fill(struct sim *s)
+{
+	while (s->dev_inflight < s->issue_depth) {
+		struct sched_rq *rq = sched_dispatch(s->sd, s->now);
+		int ret;
+
+		if (rq == NULL)
+			break;
+		s->stalls = 0;
+		ret = issue_to_device(s, rq);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
 static int handle_done(struct sim *s, struct sim_req *head)
 {
 	struct sched_rq *m, *next;
@@ -798,6 +815,10 @@ static int handle_done(struct sim *s, struct sim_req *head)
 
 	s->dev_inflight--;
 	sched_complete(s->sd, &head->rq, 0, s->now);
+	/* The freed slot is refilled before the process hears of its completion, as the
+	 * daemon's worker (complete, dispatch, then reply) and the kernel (completion, queue
+	 * run, then wake-up) do: a process that issues at once must not find the slot free. */
+	ret = dispatch_fill(s);
 	/* device time is attributed to the chain head's process (all members share one) */
 	for (m = &head->rq; m != NULL && ret == 0; m = next) {
 		next = m->merge_next;
@@ -809,22 +830,12 @@ static int handle_done(struct sim *s, struct sim_req *head)
 /* Dispatches while the device has room; then arms the scheduler's timer. */
 static int dispatch_step(struct sim *s)
 {
-	bool any = false;
 	sched_ns t;
 	int ret;
 
-	while (s->dev_inflight < s->issue_depth) {
-		struct sched_rq *rq = sched_dispatch(s->sd, s->now);
-
-		if (rq == NULL)
-			break;
-		any = true;
-		ret = issue_to_device(s, rq);
-		if (ret != 0)
-			return ret;
-	}
-	if (any)
-		s->stalls = 0;
+	ret = dispatch_fill(s);
+	if (ret != 0)
+		return ret;
 	if (s->dev_inflight >= s->issue_depth)
 		return 0; /* the next completion dispatches */
 	t = sched_next_event(s->sd);

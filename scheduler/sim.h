@@ -6,8 +6,9 @@
  *
  * Loop. Events (process wake-up, device completion, scheduler timer) sit in a min-heap ordered
  * by (time, sequence number). Each step pops one event, handles it (a completion calls
- * sched_complete() and then lets the owning process react), then dispatches while the device
- * has a free slot (fewer than queue_depth, by default dev_depth(), I/Os in flight):
+ * sched_complete(), refills the freed slot, and only then lets the owning process react, as
+ * the daemon answers a request after asking the scheduler again), then dispatches while the
+ * device has a free slot (fewer than queue_depth, by default dev_depth(), I/Os in flight):
  * sched_dispatch(now) -> dev_issue().
  * When dispatch returns NULL the next wake-up is sched_next_event(). With `check` set,
  * sched_check() runs after every step and a failure stops the run.

@@ -66,17 +66,17 @@ static void same_and_different(enum sched_policy policy, const char *dev, uint64
 
 Test(determinism, cfq_hdd)
 {
-	same_and_different(SCHED_POLICY_CFQ, "hdd", 0x3a8d02a9405909d3ull);
+	same_and_different(SCHED_POLICY_CFQ, "hdd", 0xd0147d8ccd1dc544ull);
 }
 
 Test(determinism, cfq_ssd)
 {
-	same_and_different(SCHED_POLICY_CFQ, "ssd", 0x8610f1f46d2ad4caull);
+	same_and_different(SCHED_POLICY_CFQ, "ssd", 0x2fb95a7c2b12da13ull);
 }
 
 Test(determinism, deadline_raid)
 {
-	same_and_different(SCHED_POLICY_DEADLINE, "raid:4", 0xe5a022d79daeaa44ull);
+	same_and_different(SCHED_POLICY_DEADLINE, "raid:4", 0x901436423bfc1105ull);
 }
 
 Test(determinism, noop_hdd)

@@ -159,3 +159,67 @@ Test(fairness, equal_processes_jain_ssd)
 	assert_jain(s, idx, "4 processes on ssd");
 	sim_destroy(s);
 }
+
+/*
+ * More seeky readers than device slots (the daemon's executor depth): each reader has one
+ * 4 KiB read in flight, so a queue empties at its only dispatch and waits for the slot to
+ * come back. Service goes round the SYNC_NOIDLE tree, one read per queue per turn. The bug
+ * this guards: the reader whose read had just completed sent the next one while the
+ * previous queue, empty, waited to be expired, preempted it and jumped every waiting queue,
+ * so the readers in flight cycled and the rest starved (32 readers, 8 slots: 23 of them got
+ * 4-8 reads in 8 s on a real mount, the others ~127). With the device's one slot (depth 1)
+ * the same happened through the completing queue itself.
+ */
+static void seeky_beyond_depth(unsigned depth, int low_latency)
+{
+	enum { N = 32 };
+	struct sim_config cfg;
+	struct sim *s;
+	unsigned idx[N];
+	double got[N], mean = 0, lo = 1e300;
+	uint64_t base[N];
+
+	sim_config_default(&cfg, SCHED_POLICY_CFQ, "hdd", 1);
+	cfg.check = true;
+	cfg.queue_depth = depth;
+	s = sim_create(&cfg);
+	cr_assert_not_null(s);
+	set_tunable(s, "low_latency", low_latency);
+	for (int i = 0; i < N; i++) {
+		struct sim_proc_spec ps;
+
+		sim_proc_default(SIM_RAND_READER, &ps);
+		ps.file_size = 24ull << 20;
+		idx[i] = add_proc(s, &ps);
+	}
+	run_ok(s, WARMUP);
+	for (int i = 0; i < N; i++)
+		base[i] = sim_proc_stats(s, idx[i])->ios;
+	run_ok(s, 12 * SIM_S);
+	for (int i = 0; i < N; i++) {
+		got[i] = (double)(sim_proc_stats(s, idx[i])->ios - base[i]);
+		mean += got[i] / N;
+		if (got[i] < lo)
+			lo = got[i];
+	}
+	cr_log_info("depth %u low_latency %d: reads per reader in 10 s: mean %.1f min %.0f "
+		    "jain %.4f", depth, low_latency, mean, lo, sim_jain(got, N));
+	cr_expect(mean >= 10, "depth %u: only %.1f reads per reader", depth, mean);
+	cr_expect(lo >= 0.75 * mean, "depth %u low_latency %d: a reader got %.0f reads, the mean "
+		  "is %.1f", depth, low_latency, lo, mean);
+	cr_expect(sim_jain(got, N) >= 0.98, "depth %u low_latency %d: Jain index %.4f", depth,
+		  low_latency, sim_jain(got, N));
+	sim_destroy(s);
+}
+
+Test(fairness, seeky_readers_beyond_depth_8)
+{
+	seeky_beyond_depth(8, 1);
+	seeky_beyond_depth(8, 0);
+}
+
+Test(fairness, seeky_readers_beyond_depth_1)
+{
+	seeky_beyond_depth(1, 1);
+	seeky_beyond_depth(1, 0);
+}
