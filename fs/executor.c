@@ -17,7 +17,8 @@
  *     time this thread holds the lock, or one stays as the thread's spare for its next
  *     request, so a session thread that issues its own request locks twice per request;
  *   - worker: lock, take a ready chain or ask the scheduler; if nothing, wait on the condition
- *     until a signal or, if no other worker already waits for it, sched_next_event();
+ *     until a signal or, if no other worker already waits for it, sched_next_event() (only
+ *     one that matters now: none while nothing is queued, see timer_needed());
  *   - interrupt (FUSE session thread): lock, sched_cancel; if the request was still queued,
  *     reply EINTR and recycle it (a pinned one: its submitter does that after the copy); if
  *     it is in flight, let its issuer finish it.
@@ -533,13 +534,31 @@ static struct sched_rq *ready_pop(struct executor *ex)
 	return &er->rq;
 }
 
-/* Makes sure a worker waits for the scheduler's next timer event if none does yet (a
- * sleeping worker that owns an earlier or equal one is enough). Called with ex->lock held. */
-static void arm_timer(struct executor *ex)
+/*
+ * Must a worker wake at `when` (sched_next_event()) for the scheduler? Not while nothing is
+ * queued and it is still ahead: then the timer can only end the active queue's slice (CFQ's
+ * idle window after a sync read, a lone queue's slice), and the core does that at the time it
+ * was due on its next call (sched.h), which the next request makes. Waking a worker for it
+ * cost fs_mark four futex calls and two context switches per file: CFQ idles after every
+ * fsync and the next file's first write cancels the idle. A killed client's queue then goes
+ * with the next request or a worker's periodic look (EXEC_MAX_SLEEP_NS). Called with ex->lock
+ * held.
+ */
+static bool timer_needed(struct executor *ex, sched_ns when, sched_ns now)
+{
+	if (when == SCHED_NS_NEVER)
+		return false;
+	return sched_nr_queued(ex->sd) > 0 || !sched_time_after(when, now);
+}
+
+/* Makes sure a worker waits for the scheduler's next timer event if it needs one and none
+ * does yet (a sleeping worker that owns an earlier or equal one is enough). Called with
+ * ex->lock held. */
+static void arm_timer(struct executor *ex, sched_ns now)
 {
 	sched_ns when = sched_next_event(ex->sd);
 
-	if (when != SCHED_NS_NEVER && ex->idle_workers > 0 &&
+	if (timer_needed(ex, when, now) && ex->idle_workers > 0 &&
 	    (ex->timer_at == SCHED_NS_NEVER || sched_time_after(ex->timer_at, when)))
 		pthread_cond_signal(&ex->work);
 }
@@ -554,7 +573,7 @@ static void dispatch_rest(struct executor *ex, sched_ns now)
 
 	while ((rq = next_chain(ex, now)) != NULL)
 		ready_push(ex, rq);
-	arm_timer(ex);
+	arm_timer(ex, now);
 }
 
 /* This thread's next chain and the rest to the workers, as dispatch_rest(); when the
@@ -567,7 +586,7 @@ static struct sched_rq *take_and_dispatch_rest(struct executor *ex, sched_ns now
 	if (rq)
 		dispatch_rest(ex, now);
 	else
-		arm_timer(ex);
+		arm_timer(ex, now);
 	return rq;
 }
 
@@ -679,7 +698,7 @@ static void *worker_main(void *arg)
 				break;
 			sched_ns when = sched_next_event(ex->sd);
 			sched_ns cap = now + EXEC_MAX_SLEEP_NS;
-			if (when == SCHED_NS_NEVER || ex->in_flight >= ex->depth ||
+			if (!timer_needed(ex, when, now) || ex->in_flight >= ex->depth ||
 			    sched_time_after(when, cap))
 				when = cap;
 			else if (ex->timer_at == SCHED_NS_NEVER ||

@@ -181,6 +181,10 @@ struct sched_rq *sched_dispatch(struct sched *sd, sched_ns now);
 /*
  * When the caller must call sched_dispatch() again even if nothing is enqueued or completed:
  * idle-window expiry, slice end, FIFO deadline. SCHED_NS_NEVER if no timer is pending.
+ * While nothing is queued (sched_nr_queued() == 0) the caller may call later than that, or
+ * not at all until its next enqueue or complete: a timer that came due before a call fires
+ * first, at its own time, so the state is the same as if it had been delivered on time.
+ * (Only the end of a killed client's queue waits for that next call.)
  */
 sched_ns sched_next_event(const struct sched *sd);
 

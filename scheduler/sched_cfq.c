@@ -873,6 +873,30 @@ static void idle_timer_fire(struct sched *sd, sched_ns now)
 	slice_expired(sd, false, now);
 }
 
+/*
+ * Timers that came due before this call fire first, at the time they were due. The caller
+ * need not deliver a timer on time while nothing is queued (sched_next_event() in sched.h):
+ * then the idle timer or a lingering queue's slice end only ends the active queue's slice and
+ * charges its group, and doing that here with the due time gives the state an on-time delivery
+ * would have. So an arrival after the idle window is never taken for one inside it, and a
+ * late wake-up never charges a group for time it did not use. Called at every entry point
+ * that acts on the active queue (enqueue, dispatch, complete).
+ */
+static void catch_up(struct sched *sd, sched_ns now)
+{
+	struct cfq_data *cd = &sd->cfq;
+	sched_ns due = cd->idle_timer;
+
+	if (due != SCHED_NS_NEVER && !sched_time_before(now, due))
+		idle_timer_fire(sd, due);
+	/* (a lingering queue that never got a slice ends at the next dispatch, as before) */
+	if (lingering(cd) && !cfqq_slice_new(cd->active)) {
+		due = linger_end(cd);
+		if (!sched_time_before(now, due))
+			slice_expired(sd, false, due);
+	}
+}
+
 static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
@@ -880,8 +904,7 @@ static struct sched_rq *cfq_dispatch(struct sched *sd, sched_ns now)
 	struct sched_rq *rq;
 
 	cd->inflight_wait = SCHED_NS_NEVER;
-	if (cd->idle_timer != SCHED_NS_NEVER && !sched_time_before(now, cd->idle_timer))
-		idle_timer_fire(sd, now);
+	catch_up(sd, now);
 	if (!cd->busy_queues)
 		return NULL;
 	q = select_queue(sd, now);
@@ -1056,6 +1079,7 @@ static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq
 	struct sched_rq *old;
 	bool sync = rq_is_sync(rq);
 
+	catch_up(sd, now);
 	rq->fifo_deadline = rq->enqueue_time + (sched_ns)(sync ? TUN(sd, CFQ_T_FIFO_EXPIRE_SYNC)
 							       : TUN(sd, CFQ_T_FIFO_EXPIRE_ASYNC));
 	if (sched__merge(sd, &cq->sort, rq, true, TUN(sd, CFQ_T_NO_MERGE_BEHIND) != 0,
@@ -1180,6 +1204,7 @@ static void cfq_complete(struct sched *sd, struct sched_rq *rq, sched_ns now)
 	struct sched_queue *q = rq->owner;
 	bool sync = rq_is_sync(rq);
 
+	catch_up(sd, now);
 	update_hw_tag(sd);
 	if (q_class(q) != WL_IDLE)
 		cd->nonidle_last = now;

@@ -848,6 +848,12 @@ static int dispatch_step(struct sim *s)
 				    (unsigned long long)s->now, sched_nr_queued(s->sd));
 		return 0;
 	}
+	/* like the daemon's executor, wait for no future timer while nothing is queued: the
+	 * core catches up at the next call (sched_next_event() in sched.h) */
+	if (s->cfg.lazy_timers && sched_nr_queued(s->sd) == 0 && sched_time_after(t, s->now)) {
+		s->tot.timers_withheld++;
+		return 0;
+	}
 	if (!sched_time_after(t, s->now)) {
 		/* it wants to be called now, but just said NULL: step 1 us to avoid spinning */
 		s->tot.timer_stalls++;

@@ -69,6 +69,9 @@ struct sim_config {
 	 * disk takes 31): those beyond the heads wait inside the device, served in issue order.
 	 * 0 (default) = dev_depth(): one I/O per head, nothing waits in the device. */
 	unsigned queue_depth;
+	/* Deliver no future timer while nothing is queued, as the daemon's executor does
+	 * (sched_next_event() in sched.h allows it): the dispatch sequence must not change. */
+	bool lazy_timers;
 };
 
 /* Defaults: `dev_name` as for dev_params_parse() ("hdd" if NULL or invalid), check on.
@@ -158,6 +161,7 @@ struct sim_totals {
 	uint64_t switches;	 /* dispatches whose queue_key differs from the previous one */
 	uint64_t events;	 /* events processed */
 	uint64_t timer_stalls;	 /* dispatch NULL while sched_next_event() <= now */
+	uint64_t timers_withheld; /* future timers not waited for (lazy_timers, nothing queued) */
 	double throughput;	 /* [bytes/s] bytes / now */
 	double avgqu_sz;	 /* [requests] time-average of enqueued-not-completed (iostat) */
 	double await_ms;	 /* [ms] mean enqueue -> complete (iostat await) */
