@@ -97,7 +97,9 @@ struct thinkers_out {
 	struct sched_stats g[3]; /* root, g1, g2 */
 };
 
-static uint64_t run_thinkers(const char *dev, bool lazy, bool lone, struct thinkers_out *out)
+enum thinkers { MIX, LONE_INTERACTIVE, LONE_RANDOM };
+
+static uint64_t run_thinkers(const char *dev, bool lazy, enum thinkers w, struct thinkers_out *out)
 {
 	struct sim_config cfg;
 	struct sim_proc_spec ps;
@@ -112,13 +114,15 @@ static uint64_t run_thinkers(const char *dev, bool lazy, bool lone, struct think
 	cr_assert_not_null(s);
 	g[1] = add_group(s, SCHED_ROOT_GROUP, 200);
 	g[2] = add_group(s, SCHED_ROOT_GROUP, 800);
-	/* lone: one interactive reader, so every idle window after a burst runs out with
-	 * nothing queued and the next burst arrives after it (catch-up on enqueue) */
-	sim_proc_default(SIM_INTERACTIVE, &ps);
-	ps.group = lone ? SCHED_ROOT_GROUP : g[2];
+	/* LONE_INTERACTIVE: every idle window after a burst runs out with nothing queued and
+	 * the next burst arrives after it (catch-up on enqueue). LONE_RANDOM: a seeky reader gets
+	 * no idle window; its queue lingers and its slice ends while it thinks (catch-up of a
+	 * lingering slice). */
+	sim_proc_default(w == LONE_RANDOM ? SIM_RAND_READER : SIM_INTERACTIVE, &ps);
+	ps.group = w == MIX ? g[2] : SCHED_ROOT_GROUP;
 	ps.think = 150 * MS;
 	idx[n++] = add_proc(s, &ps);
-	if (!lone) {
+	if (w == MIX) {
 		sim_proc_default(SIM_SEQ_READER, &ps);
 		ps.group = g[1];
 		ps.think = 4 * MS;
@@ -146,20 +150,20 @@ static uint64_t run_thinkers(const char *dev, bool lazy, bool lone, struct think
 	return out->tot.hash;
 }
 
-static void lazy_same(const char *dev, bool lone)
+static void lazy_same(const char *dev, enum thinkers w)
 {
+	static const uint64_t min_dispatches[] = { 500, 200, 25 }, min_withheld[] = { 50, 20, 25 };
 	struct thinkers_out on_time, lazy;
-	uint64_t h0 = run_thinkers(dev, false, lone, &on_time);
-	uint64_t h1 = run_thinkers(dev, true, lone, &lazy);
-	uint64_t min_dispatches = lone ? 200 : 500, min_withheld = lone ? 20 : 50;
+	uint64_t h0 = run_thinkers(dev, false, w, &on_time);
+	uint64_t h1 = run_thinkers(dev, true, w, &lazy);
 
 	cr_log_info("%s: %llu dispatches, %llu timers withheld, hash %016llx / %016llx", dev,
 		    (unsigned long long)lazy.tot.dispatches,
 		    (unsigned long long)lazy.tot.timers_withheld, (unsigned long long)h0,
 		    (unsigned long long)h1);
-	cr_expect(on_time.tot.dispatches > min_dispatches, "%s: only %llu dispatches", dev,
+	cr_expect(on_time.tot.dispatches > min_dispatches[w], "%s: only %llu dispatches", dev,
 		  (unsigned long long)on_time.tot.dispatches);
-	cr_expect(lazy.tot.timers_withheld > min_withheld, "%s: only %llu timers withheld: the test does "
+	cr_expect(lazy.tot.timers_withheld > min_withheld[w], "%s: only %llu timers withheld: the test does "
 		  "not exercise late delivery", dev, (unsigned long long)lazy.tot.timers_withheld);
 	cr_expect_eq(h0, h1, "%s: withholding timers while nothing is queued changed the dispatch "
 		     "sequence (%016llx on time, %016llx withheld)", dev, (unsigned long long)h0,
@@ -179,12 +183,14 @@ static void lazy_same(const char *dev, bool lone)
 
 Test(determinism, lazy_timers_same_dispatches_hdd)
 {
-	lazy_same("hdd", false);
-	lazy_same("hdd", true);
+	lazy_same("hdd", MIX);
+	lazy_same("hdd", LONE_INTERACTIVE);
+	lazy_same("hdd", LONE_RANDOM);
 }
 
 Test(determinism, lazy_timers_same_dispatches_ssd)
 {
-	lazy_same("ssd", false);
-	lazy_same("ssd", true);
+	lazy_same("ssd", MIX);
+	lazy_same("ssd", LONE_INTERACTIVE);
+	lazy_same("ssd", LONE_RANDOM);
 }
