@@ -16,16 +16,25 @@
 #define MS SCHED_NS_PER_MS
 #define KIB 1024ull
 
+/* A simulator from a prepared configuration (sim_config_default() plus changes), with
+ * sched_check() after every step. */
+static inline struct sim *mk_sim_cfg(struct sim_config *cfg)
+{
+	struct sim *s;
+
+	cfg->check = true;
+	s = sim_create(cfg);
+	cr_assert_not_null(s, "sim_create(%s, depth %u)", sched_policy_name(cfg->policy),
+			   cfg->queue_depth);
+	return s;
+}
+
 static inline struct sim *mk_sim(enum sched_policy policy, const char *dev, uint64_t seed)
 {
 	struct sim_config cfg;
-	struct sim *s;
 
 	sim_config_default(&cfg, policy, dev, seed);
-	cfg.check = true;
-	s = sim_create(&cfg);
-	cr_assert_not_null(s, "sim_create(%s, %s)", sched_policy_name(policy), dev);
-	return s;
+	return mk_sim_cfg(&cfg);
 }
 
 static inline void set_tunable(struct sim *s, const char *name, int64_t v)

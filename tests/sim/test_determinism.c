@@ -108,10 +108,8 @@ static uint64_t run_thinkers(const char *dev, bool lazy, enum thinkers w, struct
 	unsigned idx[4], n = 0;
 
 	sim_config_default(&cfg, SCHED_POLICY_CFQ, dev, 7);
-	cfg.check = true;
 	cfg.lazy_timers = lazy;
-	s = sim_create(&cfg);
-	cr_assert_not_null(s);
+	s = mk_sim_cfg(&cfg);
 	g[1] = add_group(s, SCHED_ROOT_GROUP, 200);
 	g[2] = add_group(s, SCHED_ROOT_GROUP, 800);
 	/* LONE_INTERACTIVE: every idle window after a burst runs out with nothing queued and

@@ -180,10 +180,8 @@ static void seeky_beyond_depth(unsigned depth, int low_latency)
 	uint64_t base[N];
 
 	sim_config_default(&cfg, SCHED_POLICY_CFQ, "hdd", 1);
-	cfg.check = true;
 	cfg.queue_depth = depth;
-	s = sim_create(&cfg);
-	cr_assert_not_null(s);
+	s = mk_sim_cfg(&cfg);
 	set_tunable(s, "low_latency", low_latency);
 	for (int i = 0; i < N; i++) {
 		struct sim_proc_spec ps;

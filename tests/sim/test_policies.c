@@ -146,10 +146,8 @@ static double writeback_io_size(enum sched_policy pol, int no_behind)
 	struct sim *s;
 
 	sim_config_default(&cfg, pol, "hdd", 1);
-	cfg.check = true;
 	cfg.queue_depth = 31;
-	s = sim_create(&cfg);
-	cr_assert_not_null(s);
+	s = mk_sim_cfg(&cfg);
 	set_tunable(s, "no_merge_behind", no_behind);
 	sim_proc_default(SIM_BUF_WRITER, &ps);
 	ps.req_size = 128 * KIB;
