@@ -47,6 +47,7 @@ void cfg_defaults(struct cfqfs_config *c)
 	c->queue_limit_mb = 256;
 	c->open_limit = 0;
 	c->group_expire_ms = 60000;
+	c->max_background = 128;
 	c->queue_by = CG_QUEUE_BY_PROCESS;
 	c->group_by = CG_GROUP_BY_CGROUP;
 	c->cgroup_line = CG_SELECT_AUTO;
@@ -281,6 +282,16 @@ static int set_open_limit(struct cfqfs_config *c, const char *v, char *err, size
 	return set_u32(&c->open_limit, 0, 1 << 30, v, err, errlen);
 }
 
+/*
+ * The kernel keeps FUSE requests nobody waits for synchronously (readahead, writeback,
+ * asynchronous direct I/O) in its own FIFO beyond this many, where the scheduler cannot see
+ * them (see pt.c, pt__init). 65535: the field of the FUSE protocol is 16 bits wide.
+ */
+static int set_max_background(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	return set_u32(&c->max_background, 1, 65535, v, err, errlen);
+}
+
 static int set_group_expire_ms(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
 {
 	return set_u32(&c->group_expire_ms, 0, 86400000, v, err, errlen);
@@ -378,6 +389,7 @@ static const struct {
 	{ "queue_limit_mb", set_queue_limit_mb },
 	{ "open_limit", set_open_limit },
 	{ "group_expire_ms", set_group_expire_ms },
+	{ "max_background", set_max_background },
 	{ "rotational", set_rotational },
 	{ "ctl_dir", set_ctl_dir },
 	{ "ctl_access", set_ctl_access },

@@ -65,6 +65,9 @@ struct cfqfs_config {
 	uint32_t queue_limit_mb;	/* [MiB] write data held per group */
 	uint32_t open_limit;		/* [files] open per group; 0 = a quarter of the fd limit */
 	uint32_t group_expire_ms;	/* [ms] an unused group is removed after this; 0 never */
+	/* FUSE background requests (readahead, writeback, asynchronous direct I/O) the kernel
+	 * lets into the daemon at once, 1..65535; the kernel's own default is 12. */
+	uint32_t max_background;
 	unsigned nr_tunables;
 	struct cfg_tunable tunables[CFG_MAX_TUNABLES]; /* in order of appearance; last wins */
 

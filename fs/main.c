@@ -65,6 +65,8 @@ static const char usage_text[] =
 	"  group_expire_ms=MS    remove a group unused this long (default 60000; 0: never)\n"
 	"  open_limit=N          files one group may hold open (default 0: a quarter of the\n"
 	"                        daemon's descriptor limit); past it, open fails with EMFILE\n"
+	"  max_background=N      readahead, writeback and async direct I/O requests the kernel\n"
+	"                        lets in at once (default 128; the kernel's own default is 12)\n"
 	"  ctl_dir=NAME          control directory at the mount root (default .cfqfs; empty: none)\n"
 	"  ctl_access=all|owner  who may read it (default all; writing: root and the mounter)\n"
 	"  direct_io             bypass the page cache: every read and write is scheduled\n"
@@ -451,9 +453,10 @@ static void reload(struct reloader *rl)
 	if (next.depth != rl->cfg->depth || next.device_enabled != rl->cfg->device_enabled ||
 	    strcmp(next.ctl_dir, rl->cfg->ctl_dir) || next.direct_io != rl->cfg->direct_io ||
 	    next.kernel_cache != rl->cfg->kernel_cache ||
-	    next.writeback_cache != rl->cfg->writeback_cache)
-		LOG_WARN("reload: depth, device, ctl_dir and cache options take effect at the next "
-			 "mount only");
+	    next.writeback_cache != rl->cfg->writeback_cache ||
+	    next.max_background != rl->cfg->max_background)
+		LOG_WARN("reload: depth, device, ctl_dir, max_background and cache options take "
+			 "effect at the next mount only");
 	*rl->cfg = next;
 	cfg_describe(rl->cfg, desc, sizeof(desc));
 	LOG_INFO("configuration reloaded: %s", desc);
@@ -612,6 +615,7 @@ int main(int argc, char **argv)
 		.ctl_private = cfg.ctl_private,
 		.splice = cfg.splice,
 		.open_limit = cfg.open_limit,
+		.max_background = cfg.max_background,
 		.cls = cls,
 		.groups = groups,
 	};

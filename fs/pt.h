@@ -32,6 +32,8 @@ struct pt_options {
 	bool splice;		   /* let libfuse move request data through pipes (splice) */
 	unsigned open_limit;	   /* [handles] open files per scheduler group; 0 = a quarter of
 				      the daemon's descriptor limit */
+	unsigned max_background;   /* [requests] FUSE background requests let in at once,
+				      1..65535; 0 = the kernel's default (12) */
 	struct classifier *cls;	   /* borrowed: who pays for each data request */
 	struct grp_registry *groups; /* borrowed, may be NULL: group names for the control dir */
 };

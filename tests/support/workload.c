@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/aio_abi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,79 @@ static void record(struct wl_slot *sl, uint64_t t0, uint64_t start, uint64_t end
 	sl->nrec++;
 }
 
+#define WL_AIO_MAX 16u
+
+/*
+ * WL_AIO_READ's loop: keeps `depth` reads of bs bytes in flight (each at the next offset,
+ * wrapping before EOF) until `stop`, then waits for the last ones; one record per completion,
+ * latency from its io_submit. `buf` holds depth slots of `slot` bytes, 4096-aligned.
+ */
+static int aio_loop(const struct wl_spec *sp, struct wl_slot *sl, int fd, uint64_t size,
+		    size_t bs, char *buf, size_t slot, uint64_t t0, uint64_t stop)
+{
+	unsigned depth = sp->depth ? sp->depth : 4, inflight = 0;
+	struct iocb cb[WL_AIO_MAX];
+	struct io_event ev[WL_AIO_MAX];
+	uint64_t issued[WL_AIO_MAX], off = 0;
+	aio_context_t ctx = 0;
+
+	if (depth > WL_AIO_MAX)
+		depth = WL_AIO_MAX;
+	if (syscall(SYS_io_setup, depth, &ctx) != 0)
+		CHILD_FAIL(sl, "io_setup(%u)", depth);
+	for (unsigned k = 0; k < depth; k++) {
+		struct iocb *p = &cb[k];
+
+		if (off + bs > size)
+			off = 0;
+		memset(p, 0, sizeof(*p));
+		p->aio_data = k;
+		p->aio_fildes = (uint32_t)fd;
+		p->aio_lio_opcode = IOCB_CMD_PREAD;
+		p->aio_buf = (uint64_t)(uintptr_t)(buf + k * slot);
+		p->aio_nbytes = bs;
+		p->aio_offset = (int64_t)off;
+		off += bs;
+		issued[k] = now_ns();
+		if (syscall(SYS_io_submit, ctx, 1L, &p) != 1)
+			CHILD_FAIL(sl, "io_submit %.120s", sp->path);
+		inflight++;
+	}
+	while (inflight > 0) {
+		long n = syscall(SYS_io_getevents, ctx, 1L, (long)depth, ev, NULL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			CHILD_FAIL(sl, "io_getevents %.120s", sp->path);
+		for (long e = 0; e < n; e++) {
+			unsigned k = (unsigned)ev[e].data;
+			uint64_t end = now_ns();
+			struct iocb *p = &cb[k];
+
+			if (ev[e].res <= 0) {
+				errno = ev[e].res < 0 ? (int)-ev[e].res : 0;
+				CHILD_FAIL(sl, "aio read %.120s at %llu returned %lld", sp->path,
+					   (unsigned long long)p->aio_offset, (long long)ev[e].res);
+			}
+			record(sl, t0, issued[k], end, (size_t)ev[e].res);
+			inflight--;
+			if (end >= stop)
+				continue;
+			if (off + bs > size)
+				off = 0;
+			p->aio_offset = (int64_t)off;
+			off += bs;
+			issued[k] = now_ns();
+			if (syscall(SYS_io_submit, ctx, 1L, &p) != 1)
+				CHILD_FAIL(sl, "io_submit %.120s", sp->path);
+			inflight++;
+		}
+	}
+	syscall(SYS_io_destroy, ctx);
+	return 0;
+}
+
 static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 {
 	const struct wl_spec *sp = &r->spec[i];
@@ -140,6 +214,8 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 		CHILD_FAIL(sl, "become %d:%d", (int)sp->uid, (int)sp->gid);
 	if (sp->kind == WL_WRITE_FSYNC)
 		fd = open(sp->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	else if (sp->kind == WL_AIO_READ)
+		fd = open(sp->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	else
 		fd = open(sp->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -148,7 +224,8 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 		CHILD_FAIL(sl, "fstat %.120s", sp->path);
 	if (sp->kind != WL_WRITE_FSYNC && (size_t)st.st_size < bs)
 		CHILD_FAIL(sl, "%.120s is smaller than one request (%zu bytes)", sp->path, bs);
-	buf = aligned_alloc(4096, (bs + 4095) / 4096 * 4096);
+	size_t slot = (bs + 4095) / 4096 * 4096;
+	buf = aligned_alloc(4096, slot * (sp->kind == WL_AIO_READ ? WL_AIO_MAX : 1));
 	if (!buf)
 		CHILD_FAIL(sl, "out of memory");
 	memset(buf, 'w', bs);
@@ -164,6 +241,15 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 	t0 = *(volatile uint64_t *)r->t0;
 	stop = t0 + (uint64_t)((sp->stop_s > 0 ? sp->stop_s : r->dur_s) * (double)NS_PER_S);
 	sleep_until_ns(t0 + (uint64_t)(sp->start_s * (double)NS_PER_S));
+	if (sp->kind == WL_AIO_READ) {
+		int ret = aio_loop(sp, sl, fd, (uint64_t)st.st_size, bs, buf, slot, t0, stop);
+
+		close(fd);
+		free(buf);
+		if (ret == 0)
+			sl->state = SLOT_DONE;
+		return ret;
+	}
 
 	for (uint64_t start = now_ns(); start < stop; start = now_ns()) {
 		ssize_t n = 0;
@@ -192,6 +278,8 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 			}
 			if (fsync(fd) != 0)
 				CHILD_FAIL(sl, "fsync %.120s", sp->path);
+			break;
+		case WL_AIO_READ: /* aio_loop() above */
 			break;
 		}
 		if (n <= 0)

@@ -40,6 +40,9 @@ enum wl_kind {
 	WL_SEQ_READ = 0,    /* pread(bs) from offset 0 on, wrapping at EOF */
 	WL_RAND_READ = 1,   /* pread(bs) at uniformly random bs-aligned offsets (seeded) */
 	WL_WRITE_FSYNC = 2, /* pwrite(bs) until write_chunk bytes, then fsync; one record per cycle */
+	WL_AIO_READ = 3,    /* O_DIRECT sequential reads, `depth` in flight through the kernel's
+			       native AIO (io_submit), as fio's libaio engine; FUSE sends them as
+			       background requests */
 };
 
 struct wl_spec {
@@ -60,6 +63,7 @@ struct wl_spec {
 	double start_s;		/* [s] after T0: first request */
 	double stop_s;		/* [s] after T0: no request starts later; 0: the run's duration */
 	uint64_t seed;		/* WL_RAND_READ; 0: derived from the child's index */
+	unsigned depth;		/* WL_AIO_READ: reads in flight, 1..16; 0: 4 */
 };
 
 /* One completed request. */
