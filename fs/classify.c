@@ -267,6 +267,7 @@ void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int o
 	}
 	opener->file = file;
 	opener->sync = (open_flags & (O_SYNC | O_DSYNC | O_DIRECT)) != 0;
+	opener->no_caller = false;
 }
 
 void pt_classify_release(struct exec_tag *opener)
@@ -278,9 +279,12 @@ void pt_classify_release(struct exec_tag *opener)
 void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener,
 		 bool is_read_or_fsync, struct exec_tag *out)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
 	*out = *opener;
 	/* pid 0 (writeback, kernel-initiated) or a caller already gone: the opener pays. */
 	classify_caller(c, req, opener->path, out);
+	out->no_caller = !ctx || ctx->pid <= 0;
 	out->path = NULL; /* the opener keeps ownership */
 	out->file = opener->file;
 	out->sync = is_read_or_fsync || opener->sync;

@@ -100,6 +100,8 @@ struct exec_req {
 				    at dispatch; 0 without a device */
 	uint32_t charged_group;	 /* group whose load counts this record, if `charged` */
 	bool charged;		 /* counted in ex->load[charged_group]; protected by ex->lock */
+	bool unbounded;		 /* no caller waits for it (writeback): charged, never refused
+				    by the limits (exec_limits) */
 	uint64_t charged_bytes;	 /* [bytes] of write data counted there */
 	enum er_state state;	 /* protected by ex->lock */
 	struct exec_req *next_free; /* pool link, ready-list link of a dispatched chain head
@@ -810,7 +812,8 @@ static void spare_release(void *p)
 
 /*
  * Charges a filled record to its group's load unless that would pass a limit (a group holding
- * nothing may always hold one request, whatever its size). Called with ex->lock held.
+ * nothing may always hold one request, whatever its size; a record nobody waits for, the
+ * kernel's writeback, is never refused: see exec_limits). Called with ex->lock held.
  * Returns 0; -EAGAIN over a limit (*warn set when a warning is due); -ENOMEM if the load table
  * could not grow. Nothing is charged on failure.
  */
@@ -832,8 +835,8 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *
 		ex->nr_load = n;
 	}
 	l = &ex->load[g];
-	if (l->reqs > 0 && (l->reqs >= ex->limits.queue_limit ||
-			    l->bytes + bytes > ex->limits.queue_bytes)) {
+	if (!er->unbounded && l->reqs > 0 &&
+	    (l->reqs >= ex->limits.queue_limit || l->bytes + bytes > ex->limits.queue_bytes)) {
 		if (ex->limit_warned == 0 || now - ex->limit_warned >= EXEC_LIMIT_WARN_NS) {
 			ex->limit_warned = now ? now : 1;
 			*warn = true;
@@ -861,6 +864,7 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
 	er->rq.file = tag->file;
 	er->rq.offset = off;
 	er->rq.len = len;
+	er->unbounded = tag->no_caller;
 }
 
 /*

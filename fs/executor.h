@@ -33,6 +33,7 @@ struct exec_tag {
 	uint8_t ioclass;    /* enum sched_class */
 	uint8_t level;	    /* 0..7 */
 	bool sync;	    /* for writes: handle opened O_SYNC/O_DSYNC/O_DIRECT */
+	bool no_caller;	    /* sent by the kernel on nobody's behalf (writeback: pid 0) */
 	char *path;	    /* opener only: path inside the mount for path rules, or NULL;
 			       owned by the handle (pt_classify_release) */
 };
@@ -42,6 +43,9 @@ struct exec_tag {
  * flight), so that one group flooding the mount cannot exhaust the daemon's memory. A request
  * past either bound is answered EAGAIN at once: the submitting FUSE thread must never wait
  * (FUSE has one request channel, so a thread parked for one group would stall every group).
+ * Exempt: requests with no caller (exec_tag.no_caller, the kernel's writeback). Nobody would
+ * get their EAGAIN, so refusing one would lose data an application was told was written,
+ * and the kernel bounds them itself (max_background requests of max_write bytes at most).
  */
 struct exec_limits {
 	unsigned queue_limit;  /* [requests] per group, queued + in flight; >= 1 */

@@ -247,6 +247,57 @@ Test(limits, queue_limit_mb_bounds_buffered_write_data)
 		       64 << 10, 16);
 }
 
+/* Byte i of the writeback test's file. */
+static unsigned char wb_byte(size_t i)
+{
+	return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+/*
+ * Writeback is never refused by the bounds. With writeback_cache the kernel sends buffered
+ * data later, on nobody's behalf (pid 0): an EAGAIN would reach no one, and the data the
+ * application was told was written would be lost (fsync fails, SOURCE misses it). The kernel
+ * bounds these requests itself (max_background of them at once). queue_limit_mb=1 on the
+ * emulated hdd, so that writeback requests of one group pile up behind the disk: every byte
+ * must reach SOURCE and fsync must succeed. (Before the exemption, fsync failed here.)
+ */
+Test(limits, writeback_is_never_refused_by_the_bounds)
+{
+	const size_t total = 32u << 20, chunk = 1u << 20;
+	unsigned char *buf = malloc(chunk), *back = malloc(chunk);
+	int fd;
+
+	cr_assert(buf && back);
+	wl_cr_mount(&m, NULL, "writeback_cache,device=hdd,queue_limit_mb=1");
+	fd = open(mnt_path(&m, "wb"), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0, "create: %s", strerror(errno));
+	for (size_t off = 0; off < total; off += chunk) {
+		for (size_t i = 0; i < chunk; i++)
+			buf[i] = wb_byte(off + i);
+		cr_assert_eq(write(fd, buf, chunk), (ssize_t)chunk, "write at %zu: %s", off,
+			     strerror(errno));
+	}
+	cr_assert_eq(fsync(fd), 0, "fsync after buffered writes: %s (writeback refused?)",
+		     strerror(errno));
+	cr_assert_eq(close(fd), 0);
+	fd = open(src_path(&m, "wb"), O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "SOURCE file: %s", strerror(errno));
+	for (size_t off = 0; off < total; off += chunk) {
+		cr_assert_eq(pread(fd, back, chunk, (off_t)off), (ssize_t)chunk,
+			     "SOURCE is short at %zu", off);
+		for (size_t i = 0; i < chunk; i++)
+			if (back[i] != wb_byte(off + i))
+				cr_assert_fail("SOURCE byte %zu is %u, want %u", off + i, back[i],
+					       wb_byte(off + i));
+	}
+	close(fd);
+	cr_expect_not(log_mentions("reached its queue limit"),
+		      "writeback was counted against the limits");
+	free(buf);
+	free(back);
+	mnt_cr_finish(&m);
+}
+
 /* SOURCE/files/f0..f(n-1), one byte each. */
 static void make_files(int n)
 {
