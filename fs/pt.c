@@ -353,8 +353,9 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 	 * process whose next read sat in that FIFO behind the others' (bench/depth: 70 MB/s
 	 * against noop's 1 GB/s). Like the block layer's nr_requests (128), the limit must
 	 * exceed what the scheduler needs to see. The kernel marks the connection congested
-	 * (and cuts async readahead) at congestion_threshold, kept at its default ratio 3/4; it
-	 * lowers both to max_user_bgreq for a mount without CAP_SYS_ADMIN.
+	 * (and cuts async readahead) at congestion_threshold, kept at its default ratio 3/4.
+	 * Without CAP_SYS_ADMIN the kernel caps the two at max_user_bgreq and
+	 * max_user_congthresh (fuse module parameters).
 	 */
 	if (fs->opts.max_background) {
 		unsigned bg = fs->opts.max_background;

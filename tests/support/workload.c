@@ -105,6 +105,19 @@ static void record(struct wl_slot *sl, uint64_t t0, uint64_t start, uint64_t end
 
 #define WL_AIO_MAX 16u
 
+/* (Re)submits read p at *off (wrapping to 0 where a whole read no longer fits before EOF,
+ * `size`), advances *off and stamps *issued. Returns io_submit's result (1 = submitted). */
+static long aio_submit_next(aio_context_t ctx, struct iocb *p, uint64_t *off, size_t bs,
+			    uint64_t size, uint64_t *issued)
+{
+	if (*off + bs > size)
+		*off = 0;
+	p->aio_offset = (int64_t)*off;
+	*off += bs;
+	*issued = now_ns();
+	return syscall(SYS_io_submit, ctx, 1L, &p);
+}
+
 /*
  * WL_AIO_READ's loop: keeps `depth` reads of bs bytes in flight (each at the next offset,
  * wrapping before EOF) until `stop`, then waits for the last ones; one record per completion,
@@ -123,23 +136,15 @@ static int aio_loop(const struct wl_spec *sp, struct wl_slot *sl, int fd, uint64
 		depth = WL_AIO_MAX;
 	if (syscall(SYS_io_setup, depth, &ctx) != 0)
 		CHILD_FAIL(sl, "io_setup(%u)", depth);
-	for (unsigned k = 0; k < depth; k++) {
-		struct iocb *p = &cb[k];
-
-		if (off + bs > size)
-			off = 0;
-		memset(p, 0, sizeof(*p));
-		p->aio_data = k;
-		p->aio_fildes = (uint32_t)fd;
-		p->aio_lio_opcode = IOCB_CMD_PREAD;
-		p->aio_buf = (uint64_t)(uintptr_t)(buf + k * slot);
-		p->aio_nbytes = bs;
-		p->aio_offset = (int64_t)off;
-		off += bs;
-		issued[k] = now_ns();
-		if (syscall(SYS_io_submit, ctx, 1L, &p) != 1)
+	for (unsigned k = 0; k < depth; k++, inflight++) {
+		memset(&cb[k], 0, sizeof(cb[k]));
+		cb[k].aio_data = k;
+		cb[k].aio_fildes = (uint32_t)fd;
+		cb[k].aio_lio_opcode = IOCB_CMD_PREAD;
+		cb[k].aio_buf = (uint64_t)(uintptr_t)(buf + k * slot);
+		cb[k].aio_nbytes = bs;
+		if (aio_submit_next(ctx, &cb[k], &off, bs, size, &issued[k]) != 1)
 			CHILD_FAIL(sl, "io_submit %.120s", sp->path);
-		inflight++;
 	}
 	while (inflight > 0) {
 		long n = syscall(SYS_io_getevents, ctx, 1L, (long)depth, ev, NULL);
@@ -151,23 +156,17 @@ static int aio_loop(const struct wl_spec *sp, struct wl_slot *sl, int fd, uint64
 		for (long e = 0; e < n; e++) {
 			unsigned k = (unsigned)ev[e].data;
 			uint64_t end = now_ns();
-			struct iocb *p = &cb[k];
 
 			if (ev[e].res <= 0) {
 				errno = ev[e].res < 0 ? (int)-ev[e].res : 0;
 				CHILD_FAIL(sl, "aio read %.120s at %llu returned %lld", sp->path,
-					   (unsigned long long)p->aio_offset, (long long)ev[e].res);
+					   (unsigned long long)cb[k].aio_offset, (long long)ev[e].res);
 			}
 			record(sl, t0, issued[k], end, (size_t)ev[e].res);
 			inflight--;
 			if (end >= stop)
 				continue;
-			if (off + bs > size)
-				off = 0;
-			p->aio_offset = (int64_t)off;
-			off += bs;
-			issued[k] = now_ns();
-			if (syscall(SYS_io_submit, ctx, 1L, &p) != 1)
+			if (aio_submit_next(ctx, &cb[k], &off, bs, size, &issued[k]) != 1)
 				CHILD_FAIL(sl, "io_submit %.120s", sp->path);
 			inflight++;
 		}
