@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "config.h"
 #include "executor.h"
+#include "fusectl.h"
 #include "groups.h"
 #include "log.h"
 #include "probe.h"
@@ -93,6 +94,11 @@ static const char usage_text[] =
 	"  mount -t fuse.cfqfs /srv/data /mnt/fair -o allow_other,slice_idle=0,group_idle=8\n"
 	"  fstab:  /srv/data  /mnt/fair  fuse.cfqfs  allow_other,config=/etc/cfqfs/cfqfs.conf  0 0\n"
 	"  unmount: fusermount3 -u /mnt/fair\n"
+	"\n"
+	"Signals: SIGHUP reloads the configuration file: rules, scheduler, tunables, group\n"
+	"bounds and max_background change live; depth, device, rotational, ctl_dir, ctl_access,\n"
+	"the cache options, xattr, splice and the timeouts wait for the next mount (a warning\n"
+	"names them). SIGTERM and SIGINT unmount after answering every queued request.\n"
 	"\n"
 	"Exit status: 0 after a clean unmount, 1 on bad usage or configuration, 2 if SOURCE or\n"
 	"MOUNTPOINT is unusable, 3 if mounting failed.\n";
@@ -400,6 +406,7 @@ struct reloader {
 	struct classifier *cls;	     /* borrowed */
 	struct pt_fs *fs;	     /* borrowed */
 	struct grp_registry *groups; /* borrowed */
+	const char *mnt;	     /* the mount point, absolute (main's buffer) */
 	atomic_bool stop;
 };
 
@@ -416,6 +423,86 @@ static int switch_policy(void *arg, struct sched *sd)
 	const struct cfqfs_config *cfg = arg;
 
 	return sched_switch(sd, cfg->policy, clk_now());
+}
+
+/*
+ * Sets the live connection's max_background (and its congestion threshold) to `bg` through
+ * fusectl. Returns 0 or -errno, logged with the reason; the caller keeps the old value then.
+ */
+static int reload_background(const struct reloader *rl, unsigned bg)
+{
+	unsigned conn;
+	int r = fusectl_find("/proc/self/mountinfo", rl->mnt, &conn);
+
+	if (r < 0) {
+		LOG_WARN("reload: max_background stays %u: no FUSE mount on %s in "
+			 "/proc/self/mountinfo (%s)", rl->cfg->max_background, rl->mnt,
+			 strerror(-r));
+		return r;
+	}
+	r = fusectl_set_background(FUSECTL_DIR, conn, bg);
+	if (r < 0) {
+		LOG_WARN("reload: max_background stays %u: cannot write %s/%u/max_background "
+			 "(%s%s); it takes effect at the next mount", rl->cfg->max_background,
+			 FUSECTL_DIR, conn, strerror(-r),
+			 r == -ENOENT ? ": is fusectl mounted there?" : "");
+		return r;
+	}
+	LOG_INFO("reload: max_background %u, congestion_threshold %u on FUSE connection %u", bg,
+		 fusectl_congestion_for(bg), conn);
+	return 0;
+}
+
+/*
+ * The keys that only a mount sets up (the executor, the emulated device, the kernel's cache
+ * mode, the control directory): where `next` differs from the running `cur`, names them in
+ * buf (comma-separated, "" if none) and puts the running value back into next, so that the
+ * configuration kept after the reload is what is in effect.
+ */
+static void keep_mount_time_keys(const struct cfqfs_config *cur, struct cfqfs_config *next,
+				 char *buf, size_t len)
+{
+	const struct dev_params *a = &cur->device, *b = &next->device;
+	bool dev_changed = cur->device_enabled != next->device_enabled ||
+			   (cur->device_enabled &&
+			    (a->kind != b->kind || a->heads != b->heads ||
+			     a->placement != b->placement || a->bandwidth != b->bandwidth));
+	const struct {
+		bool changed;
+		const char *name;
+	} k[] = {
+		{ cur->depth != next->depth, "depth" },
+		{ dev_changed, "device" },
+		{ cur->rotational != next->rotational, "rotational" },
+		{ strcmp(cur->ctl_dir, next->ctl_dir) != 0, "ctl_dir" },
+		{ cur->ctl_private != next->ctl_private, "ctl_access" },
+		{ cur->direct_io != next->direct_io, "direct_io" },
+		{ cur->kernel_cache != next->kernel_cache, "kernel_cache" },
+		{ cur->writeback_cache != next->writeback_cache, "writeback_cache" },
+		{ cur->xattr != next->xattr, "xattr" },
+		{ cur->splice != next->splice, "splice" },
+		{ cur->attr_timeout != next->attr_timeout, "attr_timeout" },
+		{ cur->entry_timeout != next->entry_timeout, "entry_timeout" },
+	};
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (k[i].changed && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", k[i].name);
+	next->depth = cur->depth;
+	next->device_enabled = cur->device_enabled;
+	next->device = cur->device;
+	next->rotational = cur->rotational;
+	memcpy(next->ctl_dir, cur->ctl_dir, sizeof(next->ctl_dir));
+	next->ctl_private = cur->ctl_private;
+	next->direct_io = cur->direct_io;
+	next->kernel_cache = cur->kernel_cache;
+	next->writeback_cache = cur->writeback_cache;
+	next->xattr = cur->xattr;
+	next->splice = cur->splice;
+	next->attr_timeout = cur->attr_timeout;
+	next->entry_timeout = cur->entry_timeout;
 }
 
 static void reload(struct reloader *rl)
@@ -450,13 +537,13 @@ static void reload(struct reloader *rl)
 	exec_set_limits(rl->ex, &lim);
 	pt_set_open_limit(rl->fs, next.open_limit);
 	grp_set_expiry(rl->groups, (uint64_t)next.group_expire_ms * 1000000u);
-	if (next.depth != rl->cfg->depth || next.device_enabled != rl->cfg->device_enabled ||
-	    strcmp(next.ctl_dir, rl->cfg->ctl_dir) || next.direct_io != rl->cfg->direct_io ||
-	    next.kernel_cache != rl->cfg->kernel_cache ||
-	    next.writeback_cache != rl->cfg->writeback_cache ||
-	    next.max_background != rl->cfg->max_background)
-		LOG_WARN("reload: depth, device, ctl_dir, max_background and cache options take "
-			 "effect at the next mount only");
+	keep_mount_time_keys(rl->cfg, &next, desc, sizeof(desc));
+	if (desc[0])
+		LOG_WARN("reload: %s: set when mounting; the running values stay until the next "
+			 "mount", desc);
+	if (next.max_background != rl->cfg->max_background &&
+	    reload_background(rl, next.max_background) < 0)
+		next.max_background = rl->cfg->max_background; /* what is in effect; retried */
 	*rl->cfg = next;
 	cfg_describe(rl->cfg, desc, sizeof(desc));
 	LOG_INFO("configuration reloaded: %s", desc);
@@ -658,7 +745,7 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls, .fs = fs,
-				.groups = groups };
+				.groups = groups, .mnt = mnt };
 	atomic_init(&rl.stop, false);
 	bool reloader_started = pthread_create(&rl.thread, NULL, reload_main, &rl) == 0;
 	if (!reloader_started)

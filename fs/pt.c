@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "fusectl.h"
 #include "groups.h"
 #include "log.h"
 #include "pt_i.h"
@@ -355,13 +356,14 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 	 * exceed what the scheduler needs to see. The kernel marks the connection congested
 	 * (and cuts async readahead) at congestion_threshold, kept at its default ratio 3/4.
 	 * Without CAP_SYS_ADMIN the kernel caps the two at max_user_bgreq and
-	 * max_user_congthresh (fuse module parameters).
+	 * max_user_congthresh (fuse module parameters). A reload changes both through
+	 * fusectl (main.c).
 	 */
 	if (fs->opts.max_background) {
 		unsigned bg = fs->opts.max_background;
 
 		conn->max_background = bg;
-		conn->congestion_threshold = bg > 1 ? bg * 3 / 4 : 1;
+		conn->congestion_threshold = fusectl_congestion_for(bg);
 	}
 
 	fs->writeback = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;

@@ -11,7 +11,8 @@
  * (bench/depth on the real disk: 70 MB/s under cfq against 1 GB/s under noop). cfqfs asks
  * for max_background=128 (fs/pt.c, pt__init).
  *
- * - The connection's limit, read back from /sys/fs/fuse/connections/N: the default and -o.
+ * - The connection's limit, read back from /sys/fs/fuse/connections/N: the default and -o,
+ *   and a SIGHUP reload of the file that changes it on the live connection (through fusectl).
  * - Eight such readers on cfq with `-o rotational=true` (so that CFQ idles) over the real
  *   SOURCE (its page cache: the stall is the idling, which a slow emulated disk would hide),
  *   once with the default and once with -o max_background=12 as the control, for the same
@@ -22,6 +23,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,65 @@ Test(background, max_background_reaches_the_kernel)
 	bg = conn_knob(&M, "max_background");
 	cr_assert_eq(bg, 300, "-o max_background=300: the kernel has %ld", bg);
 	cr_assert_eq(conn_knob(&M, "congestion_threshold"), 225);
+	mnt_cr_finish(&M);
+}
+
+/* Polls the daemon's log for `text`, up to ~15 s (a wait for an answer, not a timed bound). */
+static bool log_has(const struct mnt *m, const char *text)
+{
+	static char buf[1 << 16];
+
+	for (int i = 0; i < 1500; i++, usleep(10000)) {
+		ssize_t n = mnt_get(m->log, buf, sizeof(buf) - 1);
+
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, text))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Rewrites the mount's configuration file and sends the daemon SIGHUP. */
+static void reload_with(const char *conf_text)
+{
+	const char *conf = base_path(&M, "cfqfs.conf");
+	int r = mnt_put(conf, conf_text, strlen(conf_text), 0644);
+
+	cr_assert_eq(r, 0, "writing %s: %s", conf, strerror(-r));
+	cr_assert_eq(kill(M.pid, SIGHUP), 0);
+}
+
+Test(background, a_reload_changes_max_background_on_the_live_connection)
+{
+	wl_cr_mount(&M, "max_background = 20;\n", NULL);
+	need_fusectl(&M);
+	cr_assert_eq(conn_knob(&M, "max_background"), 20, "from the file at mount time");
+	cr_assert_eq(conn_knob(&M, "congestion_threshold"), 15);
+
+	reload_with("max_background = 64;\n");
+	if (!log_has(&M, "max_background 64, congestion_threshold 48")) {
+		mnt_dump_log(&M);
+		cr_assert_fail("the reload did not report setting max_background 64");
+	}
+	cr_assert_eq(conn_knob(&M, "max_background"), 64, "after the reload");
+	cr_assert_eq(conn_knob(&M, "congestion_threshold"), 48);
+
+	/* A value out of range is refused with the file's line; the live value stays. */
+	reload_with("scheduler = \"cfq\";\nmax_background = 70000;\n");
+	if (!log_has(&M, "keeping the running configuration")) {
+		mnt_dump_log(&M);
+		cr_assert_fail("the invalid file was not reported");
+	}
+	cr_assert_eq(conn_knob(&M, "max_background"), 64, "after a refused reload");
+	cr_assert(log_has(&M, "cfqfs.conf:2"), "the error names the file and line");
+
+	/* The mount still serves: a file written through it reads back. */
+	cr_assert_eq(mnt_put(mnt_path(&M, "f"), "data", 4, 0644), 0);
+	char got[8] = "";
+	cr_assert_eq(mnt_get(src_path(&M, "f"), got, sizeof(got)), 4);
+	cr_assert_str_eq(got, "data");
 	mnt_cr_finish(&M);
 }
 

@@ -542,3 +542,65 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 	close(fd);
 	mnt_cr_finish(&M);
 }
+
+/* Counts the lines of the daemon's log that contain `text`. */
+static unsigned log_count(const char *text)
+{
+	static char buf[1 << 20];
+	ssize_t n = mnt_get(M.log, buf, sizeof(buf) - 1);
+	unsigned c = 0;
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (char *p = buf; (p = strstr(p, text)); p += strlen(text))
+		c++;
+	return c;
+}
+
+/* Sends SIGHUP after put_conf() and waits for the daemon's answer; fails on a refusal. */
+static void reload_and_wait(const char *text)
+{
+	char err[1024] = "";
+	unsigned ok0, kept0, ok, kept;
+
+	log_answers(&ok0, &kept0, err, sizeof(err));
+	put_conf(text);
+	cr_assert_eq(kill(M.pid, SIGHUP), 0);
+	for (double t0 = ch_now();; usleep(5000)) {
+		log_answers(&ok, &kept, err, sizeof(err));
+		if (ok + kept > ok0 + kept0)
+			break;
+		cr_assert(ch_now() < t0 + REPLY_TIMEOUT_S, "no answer to SIGHUP");
+	}
+	cr_assert_eq(ok, ok0 + 1, "reload refused: %s", err);
+}
+
+/*
+ * Keys that only a mount sets up: a reload that changes them is applied for everything else,
+ * names exactly the ones that changed, and keeps (and reports) the running values, so the
+ * same file again is not a change.
+ */
+Test(reload, mount_time_keys_are_named_and_keep_their_running_values)
+{
+	char cur[32];
+
+	wl_cr_mount(&M, "depth = 4;\nattr_timeout = 1.0;\n", NULL);
+
+	reload_and_wait("depth = 16;\nattr_timeout = 5.0;\nscheduler = \"noop\";\n");
+	cr_assert_eq(log_count("reload: depth, attr_timeout: set when mounting"), 1,
+		     "the warning names the two keys that changed");
+	cr_assert_str_eq(active_sched(cur, sizeof(cur)), "noop", "the live key was applied");
+	cr_assert_eq(log_count("configuration reloaded: scheduler=noop depth=4 "), 1,
+		     "the kept configuration shows the running depth");
+
+	/* Back to the running values: nothing to warn about. */
+	reload_and_wait("depth = 4;\nattr_timeout = 1.0;\nscheduler = \"noop\";\n");
+	cr_assert_eq(log_count("set when mounting"), 1, "a second warning for no change");
+
+	/* The same changed file twice: it still differs from what runs, so both times. */
+	reload_and_wait("depth = 16;\nattr_timeout = 1.0;\n");
+	reload_and_wait("depth = 16;\nattr_timeout = 1.0;\n");
+	cr_assert_eq(log_count("reload: depth: set when mounting"), 2);
+	mnt_cr_finish(&M);
+}
