@@ -327,6 +327,8 @@ struct sched_info {
 	uint64_t nr_queues;
 	uint64_t queued;
 	uint64_t in_flight;
+	uint64_t coop_switches; /* CFQ: close cooperators served instead of idling, since the
+				   policy was last selected */
 };
 void sched_get_info(const struct sched *sd, struct sched_info *out);
 

@@ -18,7 +18,14 @@
  *    service tree, as the reference describes;
  *  - jiffy-sized constants are in ns: CFQ_MIN_TT = 2 ms, the one-jiffy slack and the IDLE
  *    workload window = 1 ms;
- *  - cooperating-queue merging (close cooperators) is not implemented;
+ *  - close cooperators (another process's queue whose next request follows the last dispatch,
+ *    as interleaved readers of one file make) are served instead of idling, as in the kernel,
+ *    but the queues are not merged: the cooperator takes over the rest of the expiring
+ *    queue's slice instead, so a chain of cooperators shares one slice as the kernel's merged
+ *    queue does, and others in the group are not starved by it. Which cooperator, and which
+ *    member of a chain takes a new turn, follow the position instead of the kernel's
+ *    "nearest" (close_cooperator(), chain_first()). Only on rotational devices (the index's
+ *    upkeep is per request; without seeks to save it buys nothing);
  *  - an empty active queue with a request in flight is not preempted for being empty: the
  *    next dispatch expires it, and the queues waiting keep their service-tree order
  *    (should_preempt() says why: the executor's depth, not the device, gates dispatch).
@@ -287,6 +294,166 @@ static struct sched_rq *find_next_rq(const struct sched *sd, struct sched_queue 
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Close cooperators (cfq_close_cooperator) */
+
+static unsigned coop_bucket(uint64_t file)
+{
+	return (unsigned)((file * 0x9e3779b97f4a7c15ull) >> 56) & (CFQ_COOP_BUCKETS - 1);
+}
+
+/* May q be handed the device after another queue's request? Sync, not IDLE, not seeky, with
+ * a data request queued (the kernel indexes queues by next_rq; the filters are its). */
+static bool coop_eligible(const struct sched *sd, const struct sched_queue *q)
+{
+	const struct sched_rq *rq = q->cfq.next_rq;
+
+	return sd->rotational && rq && q->cfq.st && q->sync && q_class(q) != WL_IDLE &&
+	       !rq_is_fsync(rq) && !cfq_seeky(q->cfq.seek_history);
+}
+
+static void coop_refile(struct sched *sd, struct sched_queue *q)
+{
+	struct cfq_queue *cq = &q->cfq;
+	bool linked = !list_empty(&cq->coop_node);
+
+	if (!coop_eligible(sd, q)) {
+		if (linked)
+			list_del(&cq->coop_node);
+		return;
+	}
+	if (linked) {
+		if (cq->coop_file == cq->next_rq->file)
+			return;
+		list_del(&cq->coop_node);
+	}
+	cq->coop_file = cq->next_rq->file;
+	list_add_tail(&sd->cfq.coop[coop_bucket(cq->coop_file)], &cq->coop_node);
+}
+
+/* Re-files q in the cooperator index after a change of next_rq, st, class or seek history.
+ * O(1); touches nothing when the file of next_rq did not change, and nothing at all on a
+ * non-rotational device (where no queue is ever filed). */
+static inline void coop_update(struct sched *sd, struct sched_queue *q)
+{
+	if (sd->rotational)
+		coop_refile(sd, q);
+}
+
+static bool rq_close(const struct sched *sd, const struct sched_rq *rq);
+
+#define CFQ_COOP_SCAN_MAX 64 /* [queues] looked at per search: bounds the cost per dispatch */
+
+/*
+ * The busy queue of cur's group and RT-ness to serve after cur's last dispatch, or NULL. cur
+ * itself must be sync and not seeky, and not alone in its group. Candidates' next requests
+ * lie in the file of the last dispatch within CFQQ_CLOSE_THR of its end. The kernel takes the
+ * nearest in either direction; through FUSE that let interleaved readers drift apart and
+ * stay apart (bench/RESULTS.md, "close cooperators"), so, in order:
+ *  - one starting exactly where the last dispatch ended wins at once;
+ *  - while requests are in flight, nothing else: the device (the model, and SOURCE under the
+ *    executor's depth) serves in dispatch order, so a request dispatched now is served after
+ *    those, from where they end, and only an exact continuation costs no seek there (taking
+ *    the nearest behind locked readers into dispatching each round backwards);
+ *  - with nothing in flight, the one furthest behind: a reader that fell back (its request
+ *    arrived after the others had moved on) is served with one back seek, and the others
+ *    follow on from there, in step again (C-LOOK, as choose_req() does past back_seek_max);
+ *  - else the nearest ahead, but only before where cur's own next request is due (its last
+ *    end plus its last gap): a cooperator beyond that would leave cur behind.
+ * At most CFQ_COOP_SCAN_MAX queues of the file's bucket are looked at.
+ */
+static struct sched_queue *close_cooperator(const struct sched *sd,
+					    const struct sched_queue *cur, bool exact_only)
+{
+	const struct cfq_data *cd = &sd->cfq;
+	const struct sched_list *head, *l;
+	struct sched_queue *ahead = NULL, *behind = NULL;
+	uint64_t ahead_d = CFQQ_CLOSE_THR + 1, behind_d = 0;
+	bool rt = q_class(cur) == WL_RT, busy = exact_only || cd->rq_in_driver > 0;
+	/* cur's stride: its gap, if known and in this file; else anything within reach */
+	uint64_t gap = cur->cfq.last_file == cd->last_file && cur->cfq.gap != UINT32_MAX
+			       ? cur->cfq.gap
+			       : CFQQ_CLOSE_THR;
+	uint64_t due = cur->cfq.last_end + gap; /* where cur's own next request is due */
+	unsigned n = 0;
+
+	if (!cd->have_last_pos || !cur->sync || q_class(cur) == WL_IDLE ||
+	    cfq_seeky(cur->cfq.seek_history) || cur->g->cfq.nr_cfqq == 1)
+		return NULL;
+	head = &cd->coop[coop_bucket(cd->last_file)];
+	for (l = head->next; l != head && n < CFQ_COOP_SCAN_MAX; l = l->next, n++) {
+		struct sched_queue *q = sched_container_of(l, struct sched_queue, cfq.coop_node);
+		uint64_t off;
+
+		if (q == cur || q->cfq.coop_file != cd->last_file || q->g != cur->g ||
+		    (q_class(q) == WL_RT) != rt)
+			continue;
+		off = q->cfq.next_rq->offset;
+		if (off == cd->last_pos)
+			return q;
+		if (busy)
+			continue;
+		if (off > cd->last_pos && off < due && off - cd->last_pos < ahead_d) {
+			ahead = q;
+			ahead_d = off - cd->last_pos;
+		} else if (off < cd->last_pos && cd->last_pos - off <= gap &&
+			   cd->last_pos - off > behind_d) {
+			behind = q;
+			behind_d = cd->last_pos - off;
+		}
+	}
+	return behind ? behind : ahead;
+}
+
+/*
+ * nq's turn has come (first on its service tree). If nq reads interleaved with cooperators
+ * (queues of its group and RT-ness filed under its file, next requests within CFQQ_CLOSE_THR
+ * of nq's), the one the head should serve first takes the turn, as the kernel's merged queue
+ * would dispatch by position:
+ *  - the one whose request continues the last dispatch exactly (a chain whose slice ended);
+ *  - else the lowest one behind nq: laggards, which then read on up to nq's position at the
+ *    platter's speed (while nq waits) and join it. Given turns of their own instead, laggards
+ *    and leader would move the head equally fast in alternate slices and never meet.
+ * Returns nq otherwise.
+ */
+static struct sched_queue *chain_first(const struct sched *sd, struct sched_queue *nq)
+{
+	const struct cfq_data *cd = &sd->cfq;
+	const struct sched_rq *rq = nq->cfq.next_rq;
+	const struct sched_list *head, *l;
+	struct sched_queue *lowest = nq;
+	bool rt = q_class(nq) == WL_RT;
+	uint64_t low, gap;
+	unsigned n = 0;
+
+	if (list_empty(&nq->cfq.coop_node) || nq->g->cfq.nr_cfqq == 1)
+		return nq; /* filed => rq != NULL */
+	low = rq->offset;
+	/* laggards are behind by less than nq's stride (a sequential reader has none) */
+	gap = nq->cfq.last_file == rq->file && nq->cfq.gap != UINT32_MAX ? nq->cfq.gap
+									  : CFQQ_CLOSE_THR;
+	head = &cd->coop[coop_bucket(rq->file)];
+	for (l = head->next; l != head && n < CFQ_COOP_SCAN_MAX; l = l->next, n++) {
+		struct sched_queue *q = sched_container_of(l, struct sched_queue, cfq.coop_node);
+		uint64_t off;
+
+		if (q == nq || q->cfq.coop_file != rq->file || q->g != nq->g ||
+		    (q_class(q) == WL_RT) != rt)
+			continue;
+		off = q->cfq.next_rq->offset;
+		if ((off > rq->offset ? off - rq->offset : rq->offset - off) > CFQQ_CLOSE_THR)
+			continue;
+		if (cd->have_last_pos && cd->last_file == rq->file && off == cd->last_pos &&
+		    rq->offset != cd->last_pos)
+			return q;
+		if (off < low && rq->offset - off <= gap) {
+			lowest = q;
+			low = off;
+		}
+	}
+	return lowest;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Service trees */
 
 static int st_cmp(const struct sched_rb_node *a, const struct sched_rb_node *b)
@@ -395,6 +562,7 @@ static void del_rr(struct sched *sd, struct sched_queue *q)
 	sched_tree_erase(&q->cfq.st->tree, &q->cfq.st_node);
 	grp_busy_count(q->g, q->cfq.st_class, q->cfq.st_type, -1);
 	q->cfq.st = NULL;
+	coop_update(sd, q);
 	group_notify_queue_del(sd, q->g);
 }
 
@@ -686,10 +854,38 @@ static bool wait_for_inflight(struct sched *sd, sched_ns now)
 	return true;
 }
 
+/*
+ * Expires the active queue q (empty, slice not used up) and makes its close cooperator nq
+ * (same group) active with what is left of q's slice, or a fresh slice started now when q's
+ * had not started. The kernel merges the two queues instead, so that they share one slice;
+ * handing the remainder on shares it too: a chain of cooperators ends when the slice does,
+ * and each queue is charged for its own part (slice_start = its activation).
+ */
+static void hand_over_slice(struct sched *sd, struct sched_queue *q, struct sched_queue *nq,
+			    sched_ns now)
+{
+	bool started = !cfqq_slice_new(q);
+	sched_ns end = q->cfq.slice_end;
+
+	cfq_log(now, "q %llu: close cooperator q %llu", (unsigned long long)q->key,
+		(unsigned long long)nq->key);
+	slice_expired(sd, false, now);
+	set_active_queue(sd, nq, now);
+	cfqq_clear_slice_new(nq);
+	if (started && sched_time_before(now, end)) {
+		nq->cfq.slice_start = now;
+		nq->cfq.slice_end = end;
+		nq->cfq.allocated_slice = end - now;
+	} else {
+		set_prio_slice(sd, nq, now);
+	}
+	sd->cfq.coop_switches++;
+}
+
 static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
-	struct sched_queue *q = cd->active;
+	struct sched_queue *q = cd->active, *nq;
 	struct sched_rb_node *n;
 
 	if (!q)
@@ -711,6 +907,12 @@ static struct sched_queue *select_queue(struct sched *sd, sched_ns now)
 	}
 	if (q->cfq.queued)
 		return q;
+	/* another process's request follows on from ours: serve it rather than idle */
+	nq = sd->rotational ? close_cooperator(sd, q, false) : NULL;
+	if (nq) {
+		hand_over_slice(sd, q, nq, now);
+		return nq;
+	}
 	if (cd->idle_timer != SCHED_NS_NEVER)
 		return NULL;
 	/* a deep seeky queue on a device faster than the process: stop idling on it */
@@ -742,7 +944,10 @@ new_queue:
 	n = sched_tree_first(&st_for(cd->serving_group, cd->wl_class, cd->wl_type)->tree);
 	if (!n)
 		return NULL;
-	set_active_queue(sd, q_of_st(n), now);
+	nq = q_of_st(n);
+	if (sd->rotational)
+		nq = chain_first(sd, nq);
+	set_active_queue(sd, nq, now);
 	cfq_log(now, "activate q %llu g %u class %d type %d", (unsigned long long)cd->active->key,
 		cd->active->g->id, cd->wl_class, cd->wl_type);
 	return cd->active;
@@ -830,6 +1035,7 @@ static void remove_head(struct sched *sd, struct sched_queue *q, struct sched_rq
 	sd->cfq.rq_queued--;
 	if (rq->flags & SCHED_RQ_META)
 		cq->meta_pending--;
+	coop_update(sd, q);
 }
 
 static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sched_rq *rq,
@@ -1071,6 +1277,23 @@ static void preempt_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
 	cfqq_mark_slice_new(q);
 }
 
+/*
+ * Is q, which has just queued rq, a close cooperator of the empty active queue (same group
+ * and RT-ness, rq near the last dispatch)? Then it takes over the rest of the slice instead of
+ * preempting: a preemption starts a fresh slice, and a chain of cooperators preempting each
+ * other would keep the device past its slice. With the slice used up it waits its turn.
+ */
+static bool coop_of_active(const struct sched *sd, const struct sched_queue *q,
+			   const struct sched_rq *rq)
+{
+	const struct sched_queue *a = sd->cfq.active;
+
+	return sd->rotational && a && !a->cfq.queued && a->g == q->g && a->sync &&
+	       q_class(a) != WL_IDLE && (q_class(a) == WL_RT) == (q_class(q) == WL_RT) &&
+	       !cfq_seeky(a->cfq.seek_history) && !list_empty(&q->cfq.coop_node) &&
+	       rq_close(sd, rq);
+}
+
 static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq *rq,
 			sched_ns now)
 {
@@ -1092,6 +1315,7 @@ static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq
 			if (rq->flags & SCHED_RQ_META)
 				cq->meta_pending++;
 		}
+		coop_update(sd, q); /* the class may have changed with rq */
 		return;
 	}
 	list_add_tail(&cq->fifo, &rq->fifo_node);
@@ -1112,9 +1336,15 @@ static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq
 	update_seek(sd, q, rq);
 	update_idle_window(sd, q, rq);
 	if (!rq_is_fsync(rq)) {
+		uint64_t gap = rq->file == cq->last_file && rq->offset >= cq->last_end
+				       ? rq->offset - cq->last_end
+				       : UINT32_MAX;
+
+		cq->gap = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
 		cq->last_file = rq->file;
 		cq->last_end = rq->offset + rq->len;
 	}
+	coop_update(sd, q);
 
 	if (q == cd->active) {
 		if (cfqq_wait_request(q)) {
@@ -1126,7 +1356,10 @@ static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq
 			cfqq_clear_wait_request(q);
 		}
 	} else if (should_preempt(sd, q, rq, now)) {
-		preempt_queue(sd, q, now);
+		if (!coop_of_active(sd, q, rq))
+			preempt_queue(sd, q, now);
+		else if (!slice_used(cd->active, now))
+			hand_over_slice(sd, cd->active, q, now);
 	}
 }
 
@@ -1265,7 +1498,6 @@ static void cfq_replace(struct sched *sd, struct sched_rq *old, struct sched_rq 
 {
 	struct sched_queue *q = old->owner;
 
-	(void)sd;
 	sched__rq_replace(&q->cfq.sort, old, new_head);
 	if (q->cfq.next_rq == old)
 		q->cfq.next_rq = new_head;
@@ -1273,6 +1505,7 @@ static void cfq_replace(struct sched *sd, struct sched_rq *old, struct sched_rq 
 		q->cfq.meta_pending--;
 	if (new_head->flags & SCHED_RQ_META)
 		q->cfq.meta_pending++;
+	coop_update(sd, q);
 }
 
 static void queue_state_init(struct sched_queue *q, sched_ns now)
@@ -1283,6 +1516,8 @@ static void queue_state_init(struct sched_queue *q, sched_ns now)
 	sched_tree_init(&cq->sort);
 	list_init(&cq->fifo);
 	sched_tree_node_clear(&cq->st_node);
+	list_init(&cq->coop_node);
+	cq->gap = UINT32_MAX;
 	cq->ttime.last_end = now;
 	/* a new sync queue is given the benefit of the doubt (kernel) */
 	if (q->sync && q->ioclass != SCHED_CLASS_IDLE)
@@ -1316,6 +1551,8 @@ static void cfq_init(struct sched *sd, sched_ns now)
 	cd->nonidle_last = now - CFQ_IDLE_GRACE;
 	cd->last_delayed_sync = now - 1000 * SCHED_NS_PER_MS;
 	cd->workload_expires = now;
+	for (unsigned b = 0; b < CFQ_COOP_BUCKETS; b++)
+		list_init(&cd->coop[b]);
 	for (uint32_t i = 0; i < sd->nr_group_slots; i++)
 		if (sd->groups[i])
 			sched__fq_group_init(sd->groups[i]);
@@ -1368,6 +1605,7 @@ static void cfq_info(const struct sched *sd, struct sched_info *out)
 {
 	out->iops_mode = iops_mode(sd);
 	out->hw_tag = sd->cfq.hw_tag;
+	out->coop_switches = sd->cfq.coop_switches;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1410,6 +1648,13 @@ static int check_queue(const struct sched *sd, const struct sched_queue *q, uint
 		     (void *)cq->next_rq, cq->queued);
 	if (cq->next_rq && (cq->next_rq->owner != q || RQ_STATE(cq->next_rq) != RQ_ST_QUEUED))
 		FAIL("queue %llu: next_rq not one of its heads", (unsigned long long)q->key);
+	if (coop_eligible(sd, q) == list_empty(&cq->coop_node))
+		FAIL("queue %llu: %s the cooperator index", (unsigned long long)q->key,
+		     list_empty(&cq->coop_node) ? "missing from" : "wrongly in");
+	if (!list_empty(&cq->coop_node) && cq->coop_file != cq->next_rq->file)
+		FAIL("queue %llu: filed under file %llu, next request in %llu",
+		     (unsigned long long)q->key, (unsigned long long)cq->coop_file,
+		     (unsigned long long)cq->next_rq->file);
 	if (cq->dispatched > q->nr_in_flight)
 		FAIL("queue %llu: %u dispatched but %u in flight", (unsigned long long)q->key,
 		     cq->dispatched, q->nr_in_flight);
@@ -1460,6 +1705,16 @@ static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
 		const struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
 
 		busy_idle += q->cfq.st && q->cfq.st_class == WL_IDLE;
+	}
+	for (unsigned b = 0; b < CFQ_COOP_BUCKETS; b++) {
+		for (l = cd->coop[b].next; l != &cd->coop[b]; l = l->next) {
+			const struct sched_queue *q =
+				sched_container_of(l, struct sched_queue, cfq.coop_node);
+
+			if (coop_bucket(q->cfq.coop_file) != b)
+				FAIL("queue %llu: in cooperator bucket %u, hashes to %u",
+				     (unsigned long long)q->key, b, coop_bucket(q->cfq.coop_file));
+		}
 	}
 	if (busy_idle != cd->busy_idle_queues)
 		FAIL("busy IDLE-class queues %u/%u", busy_idle, cd->busy_idle_queues);

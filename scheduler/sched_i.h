@@ -255,6 +255,9 @@ struct cfq_queue {
 	uint32_t meta_pending;	     /* [heads] queued with SCHED_RQ_META */
 	uint32_t slice_dispatch;     /* [I/Os] dispatched in this slice */
 	uint32_t seek_history;	     /* 1 bit per request, 1 = seek */
+	uint32_t gap;		     /* [bytes] skipped forward before its last request, in the
+					same file; UINT32_MAX: unknown (another file, backwards,
+					4 GiB or more). Where its next request is due */
 	sched_ns dispatch_start;     /* [ns] when it became active */
 	sched_ns slice_start;	     /* [ns] first completion of the slice (valid if !SLICE_NEW) */
 	sched_ns slice_end;	     /* [ns] */
@@ -263,6 +266,10 @@ struct cfq_queue {
 	uint64_t last_file;	     /* position after its last request: file ... */
 	uint64_t last_end;	     /* ... and end offset [bytes] */
 	struct cfq_ttime ttime;	     /* io context think-time stats, sync queues only */
+	/* cooperator index (cfq_data.coop): linked iff coop_eligible() on a rotational device,
+	 * in the bucket of coop_file, the file of next_rq; self-linked otherwise */
+	struct sched_list coop_node;
+	uint64_t coop_file;
 };
 
 /*
@@ -297,6 +304,8 @@ struct cfq_group {
 	struct cfq_st st_idle;	       /* IDLE class */
 };
 
+#define CFQ_COOP_BUCKETS 256u /* power of two */
+
 struct cfq_data {
 	struct sched_tree grp_tree;   /* busy groups by (vdisktime, seq) */
 	uint64_t min_vdisktime;	      /* monotonic, <= every vdisktime on grp_tree */
@@ -328,6 +337,11 @@ struct cfq_data {
 	bool have_last_pos;
 	uint64_t last_file;	      /* end of the last dispatched request: file ... */
 	uint64_t last_pos;	      /* ... and offset [bytes] */
+	uint64_t coop_switches;	      /* activations of a close cooperator (sched_info) */
+	/* Busy sync queues whose next request could follow the last dispatch, by that request's
+	 * file (the kernel's per-priority "prio trees" by next_rq sector): struct
+	 * cfq_queue.coop_node, hashed with coop_bucket(). Rotational devices only. */
+	struct sched_list coop[CFQ_COOP_BUCKETS];
 };
 
 /* ---------------------------------------------------------------------------------------- */

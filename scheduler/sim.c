@@ -59,7 +59,8 @@ struct sim_proc {
 	uint64_t rng;		    /* splitmix64 state */
 	uint64_t next_off;	    /* [bytes] next sequential offset */
 	uint64_t cur_off[SIM_MAX_STREAMS]; /* [bytes] streams > 1: next offset per cursor */
-	uint64_t chunk_done[SIM_MAX_STREAMS]; /* [bytes] streams > 1: of the cursor's chunk */
+	uint64_t chunk_done[SIM_MAX_STREAMS]; /* [bytes] of the cursor's chunk (streams > 1),
+						 of the current run ([0], with skip) */
 	unsigned cursor;	    /* streams > 1: the cursor that issues next */
 	uint64_t cur_file;	    /* file of the current unit (fsync writer) */
 	unsigned unit_left;	    /* [count] requests of the current burst/file not yet issued */
@@ -431,6 +432,9 @@ static int spec_validate(const struct sim_proc_spec *sp)
 	if (sp->streams > 1 && (sp->chunk == 0 || sp->chunk % sp->req_size != 0 ||
 				sp->offset + (uint64_t)sp->streams * sp->chunk > sp->file_size))
 		return -EINVAL;
+	if (sp->skip && (sp->streams > 1 || sp->chunk == 0 || sp->chunk % sp->req_size != 0 ||
+			 sp->skip > sp->file_size))
+		return -EINVAL;
 	return 0;
 }
 
@@ -577,9 +581,16 @@ static uint64_t seq_next(struct sim_proc *p)
 
 	if (p->spec.streams > 1)
 		return multi_next(p);
-	if (off + p->spec.req_size > p->spec.file_size)
+	if (p->spec.skip && p->chunk_done[0] == p->spec.chunk) {
+		off += p->spec.skip;
+		p->chunk_done[0] = 0;
+	}
+	if (off + p->spec.req_size > p->spec.file_size) {
 		off = p->spec.offset;
+		p->chunk_done[0] = 0;
+	}
 	p->next_off = off + p->spec.req_size;
+	p->chunk_done[0] += p->spec.req_size;
 	return off;
 }
 

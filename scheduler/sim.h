@@ -123,6 +123,10 @@ struct sim_proc_spec {
 	uint64_t offset;	/* [bytes] first offset, offset + req_size <= file_size */
 	unsigned streams;	/* [count] cursors, 0 or 1 = one plain stream, at most SIM_MAX_STREAMS */
 	uint64_t chunk;		/* [bytes] run of one cursor (streams > 1), a multiple of req_size */
+	/* one plain stream (streams <= 1) in runs of `chunk` bytes with `skip` bytes left out
+	 * after each run: N processes at offsets i * chunk with skip (N - 1) * chunk read one file
+	 * together, interleaved, as dump(8)'s readers do. 0 = contiguous. */
+	uint64_t skip;		/* [bytes] */
 };
 #define SIM_MAX_STREAMS 8u
 

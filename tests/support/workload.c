@@ -183,7 +183,7 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 	size_t chunk = sp->write_chunk ? sp->write_chunk : 1024 * 1024;
 	size_t wrap = sp->wrap ? sp->wrap : 16 * 1024 * 1024;
 	uint64_t seed = sp->seed ? sp->seed : 0x9e3779b97f4a7c15ull * (i + 1);
-	uint64_t t0, stop, off = 0;
+	uint64_t t0, stop, off = sp->kind == WL_SEQ_READ ? sp->offset : 0;
 	struct stat st;
 	char *buf;
 	int fd;
@@ -256,11 +256,11 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 		switch (sp->kind) {
 		case WL_SEQ_READ:
 			n = pread(fd, buf, bs, (off_t)off);
-			if (n == 0 && off > 0) {
-				off = 0;
+			if (n == 0 && off > sp->offset) {
+				off = sp->offset;
 				continue;
 			}
-			off += (uint64_t)(n > 0 ? n : 0);
+			off += n > 0 ? (uint64_t)n + sp->skip : 0;
 			break;
 		case WL_RAND_READ:
 			off = rng_next(&seed) % ((uint64_t)st.st_size / bs) * bs;

@@ -37,7 +37,8 @@
 #define WL_CLASS_IDLE 3
 
 enum wl_kind {
-	WL_SEQ_READ = 0,    /* pread(bs) from offset 0 on, wrapping at EOF */
+	WL_SEQ_READ = 0,    /* pread(bs) from `offset` on (leaving `skip` bytes out after each
+			       read), wrapping at EOF back to `offset` */
 	WL_RAND_READ = 1,   /* pread(bs) at uniformly random bs-aligned offsets (seeded) */
 	WL_WRITE_FSYNC = 2, /* pwrite(bs) until write_chunk bytes, then fsync; one record per cycle */
 	WL_AIO_READ = 3,    /* O_DIRECT sequential reads, `depth` in flight through the kernel's
@@ -64,6 +65,10 @@ struct wl_spec {
 	double stop_s;		/* [s] after T0: no request starts later; 0: the run's duration */
 	uint64_t seed;		/* WL_RAND_READ; 0: derived from the child's index */
 	unsigned depth;		/* WL_AIO_READ: reads in flight, 1..16; 0: 4 */
+	uint64_t offset;	/* [bytes] WL_SEQ_READ: first offset */
+	uint64_t skip;		/* [bytes] WL_SEQ_READ: left out after each read; N readers at
+				   offsets i * bs with skip (N - 1) * bs read one file together,
+				   interleaved (dump(8)'s readers) */
 };
 
 /* One completed request. */
