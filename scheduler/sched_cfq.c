@@ -354,9 +354,11 @@ static bool rq_close(const struct sched *sd, const struct sched_rq *rq);
  *    executor's depth) serves in dispatch order, so a request dispatched now is served after
  *    those, from where they end, and only an exact continuation costs no seek there (taking
  *    the nearest behind locked readers into dispatching each round backwards);
- *  - with nothing in flight, the one furthest behind: a reader that fell back (its request
+ *  - with nothing in flight, the one furthest behind within one period of cur's stride (gap
+ *    plus request), not re-reading the last dispatch: a reader that fell back (its request
  *    arrived after the others had moved on) is served with one back seek, and the others
  *    follow on from there, in step again (C-LOOK, as choose_req() does past back_seek_max);
+ *    readers of one stream in step, or a stream further back, are not taken;
  *  - else the nearest ahead, but only before where cur's own next request is due (its last
  *    end plus its last gap): a cooperator beyond that would leave cur behind.
  * At most CFQ_COOP_SCAN_MAX queues of the file's bucket are looked at.
@@ -370,10 +372,11 @@ static struct sched_queue *close_cooperator(const struct sched *sd,
 	uint64_t ahead_d = CFQQ_CLOSE_THR + 1, behind_d = 0;
 	bool rt = q_class(cur) == WL_RT, busy = exact_only || cd->rq_in_driver > 0;
 	/* cur's stride: its gap, if known and in this file; else anything within reach */
-	uint64_t gap = cur->cfq.last_file == cd->last_file && cur->cfq.gap != UINT32_MAX
-			       ? cur->cfq.gap
-			       : CFQQ_CLOSE_THR;
+	bool known = cur->cfq.last_file == cd->last_file && cur->cfq.gap != UINT32_MAX;
+	uint64_t gap = known ? cur->cfq.gap : CFQQ_CLOSE_THR;
 	uint64_t due = cur->cfq.last_end + gap; /* where cur's own next request is due */
+	/* how far behind a reader left out of this round can be: one period of the stride */
+	uint64_t back = known ? gap + (cd->last_pos - cd->last_start) : CFQQ_CLOSE_THR;
 	unsigned n = 0;
 
 	if (!cd->have_last_pos || !cur->sync || q_class(cur) == WL_IDLE ||
@@ -395,7 +398,7 @@ static struct sched_queue *close_cooperator(const struct sched *sd,
 		if (off > cd->last_pos && off < due && off - cd->last_pos < ahead_d) {
 			ahead = q;
 			ahead_d = off - cd->last_pos;
-		} else if (off < cd->last_pos && cd->last_pos - off <= gap &&
+		} else if (off < cd->last_start && cd->last_pos - off <= back &&
 			   cd->last_pos - off > behind_d) {
 			behind = q;
 			behind_d = cd->last_pos - off;
@@ -428,8 +431,9 @@ static struct sched_queue *chain_first(const struct sched *sd, struct sched_queu
 	if (list_empty(&nq->cfq.coop_node) || nq->g->cfq.nr_cfqq == 1)
 		return nq; /* filed => rq != NULL */
 	low = rq->offset;
-	/* laggards are behind by less than nq's stride (a sequential reader has none) */
-	gap = nq->cfq.last_file == rq->file && nq->cfq.gap != UINT32_MAX ? nq->cfq.gap
+	/* laggards are behind by at most one period of nq's stride, and not on nq's request
+	 * (readers in step): a sequential reader's only laggards would re-read it */
+	gap = nq->cfq.last_file == rq->file && nq->cfq.gap != UINT32_MAX ? nq->cfq.gap + rq->len
 									  : CFQQ_CLOSE_THR;
 	head = &cd->coop[coop_bucket(rq->file)];
 	for (l = head->next; l != head && n < CFQ_COOP_SCAN_MAX; l = l->next, n++) {
@@ -445,7 +449,8 @@ static struct sched_queue *chain_first(const struct sched *sd, struct sched_queu
 		if (cd->have_last_pos && cd->last_file == rq->file && off == cd->last_pos &&
 		    rq->offset != cd->last_pos)
 			return q;
-		if (off < low && rq->offset - off <= gap) {
+		if (off < low && off + q->cfq.next_rq->len <= rq->offset &&
+		    rq->offset - off <= gap) {
 			lowest = q;
 			low = off;
 		}
@@ -1054,6 +1059,7 @@ static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sche
 	if (!rq_is_fsync(rq)) {
 		cd->have_last_pos = true;
 		cd->last_file = rq->file;
+		cd->last_start = rq->offset;
 		cd->last_pos = rq->offset + rq->merged_len;
 	}
 }

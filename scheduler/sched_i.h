@@ -337,6 +337,7 @@ struct cfq_data {
 	bool have_last_pos;
 	uint64_t last_file;	      /* end of the last dispatched request: file ... */
 	uint64_t last_pos;	      /* ... and offset [bytes] */
+	uint64_t last_start;	      /* [bytes] and its start offset */
 	uint64_t coop_switches;	      /* activations of a close cooperator (sched_info) */
 	/* Busy sync queues whose next request could follow the last dispatch, by that request's
 	 * file (the kernel's per-priority "prio trees" by next_rq sector): struct
