@@ -4,8 +4,9 @@
 # (setup and warm-up excluded). Deterministic: the same build gives the same numbers on a
 # loaded machine.
 #
-# Usage: [SIM=cache] bench/sched_micro_callgrind.sh [BUILD_DIR] [QUEUES] [GROUPS] [REQS] [POLICY]
-#        defaults: build, 1024 queues, 10 groups, 20000 requests, cfq
+# Usage: [SIM=cache] [ROTATIONAL=1] bench/sched_micro_callgrind.sh [BUILD_DIR] [QUEUES] [GROUPS]
+#        [REQS] [POLICY]
+#        defaults: build, 1024 queues, 10 groups, 20000 requests, cfq, non-rotational
 #
 # SIM=cache simulates a 32 KiB 8-way L1d and a 512 KiB 8-way last level (the L2 of one core
 # of this project's machine; a miss there is an L3 hit at best), and prints per request:
@@ -35,7 +36,7 @@ else
 fi
 valgrind --tool=callgrind "$@" --collect-atstart=no --toggle-collect='measure_loop*' \
 	--callgrind-out-file="$out" "$bin" --queues "$queues" --groups "$groups" \
-	--reqs "$reqs" --runs 1 --policy "$policy" >/dev/null 2>&1
+	--reqs "$reqs" --runs 1 --policy "$policy" --rotational "${ROTATIONAL:-0}" >/dev/null 2>&1
 
 # "events: Ir ..." names the columns of "summary: N ..." (or "totals: N ...").
 awk -v n="$reqs" -v q="$queues" -v g="$groups" -v p="$policy" '

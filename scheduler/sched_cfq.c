@@ -308,7 +308,7 @@ static bool coop_eligible(const struct sched *sd, const struct sched_queue *q)
 	const struct sched_rq *rq = q->cfq.next_rq;
 
 	return sd->rotational && rq && q->cfq.st && q->sync && q_class(q) != WL_IDLE &&
-	       !rq_is_fsync(rq) && !cfq_seeky(q->cfq.seek_history);
+	       !rq_is_fsync(rq) && !cfq_seeky(q->cfq.seek_history); /* popcount last */
 }
 
 static void coop_refile(struct sched *sd, struct sched_queue *q)
@@ -337,6 +337,20 @@ static inline void coop_update(struct sched *sd, struct sched_queue *q)
 {
 	if (sd->rotational)
 		coop_refile(sd, q);
+}
+
+/* The same after a change of next_rq alone (a dispatch): a filed queue whose next request is
+ * still a data request in the same file stays as it is, without re-checking the rest. */
+static inline void coop_next_changed(struct sched *sd, struct sched_queue *q)
+{
+	const struct sched_rq *rq = q->cfq.next_rq;
+
+	if (!sd->rotational)
+		return;
+	if (rq && !list_empty(&q->cfq.coop_node) && rq->file == q->cfq.coop_file &&
+	    !rq_is_fsync(rq))
+		return;
+	coop_refile(sd, q);
 }
 
 static bool rq_close(const struct sched *sd, const struct sched_rq *rq);
@@ -1040,7 +1054,7 @@ static void remove_head(struct sched *sd, struct sched_queue *q, struct sched_rq
 	sd->cfq.rq_queued--;
 	if (rq->flags & SCHED_RQ_META)
 		cq->meta_pending--;
-	coop_update(sd, q);
+	coop_next_changed(sd, q);
 }
 
 static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sched_rq *rq,
@@ -1342,11 +1356,13 @@ static void cfq_enqueue(struct sched *sd, struct sched_queue *q, struct sched_rq
 	update_seek(sd, q, rq);
 	update_idle_window(sd, q, rq);
 	if (!rq_is_fsync(rq)) {
-		uint64_t gap = rq->file == cq->last_file && rq->offset >= cq->last_end
-				       ? rq->offset - cq->last_end
-				       : UINT32_MAX;
+		if (sd->rotational) { /* for the cooperators only */
+			uint64_t gap = rq->file == cq->last_file && rq->offset >= cq->last_end
+					       ? rq->offset - cq->last_end
+					       : UINT32_MAX;
 
-		cq->gap = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
+			cq->gap = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
+		}
 		cq->last_file = rq->file;
 		cq->last_end = rq->offset + rq->len;
 	}
