@@ -357,6 +357,14 @@ static bool rq_close(const struct sched *sd, const struct sched_rq *rq);
 
 #define CFQ_COOP_SCAN_MAX 64 /* [queues] looked at per search: bounds the cost per dispatch */
 
+/* Is q, filed in file's bucket, a possible cooperator of cur: another queue of cur's group and
+ * RT-ness whose next request is in `file`? (A bucket mixes files.) */
+static bool coop_peer(const struct sched_queue *q, const struct sched_queue *cur, uint64_t file)
+{
+	return q != cur && q->cfq.coop_file == file && q->g == cur->g &&
+	       (q_class(q) == WL_RT) == (q_class(cur) == WL_RT);
+}
+
 /*
  * The busy queue of cur's group and RT-ness to serve after cur's last dispatch, or NULL. cur
  * itself must be sync and not seeky, and not alone in its group. Candidates' next requests
@@ -384,7 +392,7 @@ static struct sched_queue *close_cooperator(const struct sched *sd,
 	const struct sched_list *head, *l;
 	struct sched_queue *ahead = NULL, *behind = NULL;
 	uint64_t ahead_d = CFQQ_CLOSE_THR + 1, behind_d = 0;
-	bool rt = q_class(cur) == WL_RT, busy = exact_only || cd->rq_in_driver > 0;
+	bool busy = exact_only || cd->rq_in_driver > 0;
 	/* cur's stride: its gap, if known and in this file; else anything within reach */
 	bool known = cur->cfq.last_file == cd->last_file && cur->cfq.gap != UINT32_MAX;
 	uint64_t gap = known ? cur->cfq.gap : CFQQ_CLOSE_THR;
@@ -401,8 +409,7 @@ static struct sched_queue *close_cooperator(const struct sched *sd,
 		struct sched_queue *q = sched_container_of(l, struct sched_queue, cfq.coop_node);
 		uint64_t off;
 
-		if (q == cur || q->cfq.coop_file != cd->last_file || q->g != cur->g ||
-		    (q_class(q) == WL_RT) != rt)
+		if (!coop_peer(q, cur, cd->last_file))
 			continue;
 		off = q->cfq.next_rq->offset;
 		if (off == cd->last_pos)
@@ -438,7 +445,6 @@ static struct sched_queue *chain_first(const struct sched *sd, struct sched_queu
 	const struct sched_rq *rq = nq->cfq.next_rq;
 	const struct sched_list *head, *l;
 	struct sched_queue *lowest = nq;
-	bool rt = q_class(nq) == WL_RT;
 	uint64_t low, gap;
 	unsigned n = 0;
 
@@ -454,8 +460,7 @@ static struct sched_queue *chain_first(const struct sched *sd, struct sched_queu
 		struct sched_queue *q = sched_container_of(l, struct sched_queue, cfq.coop_node);
 		uint64_t off;
 
-		if (q == nq || q->cfq.coop_file != rq->file || q->g != nq->g ||
-		    (q_class(q) == WL_RT) != rt)
+		if (!coop_peer(q, nq, rq->file))
 			continue;
 		off = q->cfq.next_rq->offset;
 		if ((off > rq->offset ? off - rq->offset : rq->offset - off) > CFQQ_CLOSE_THR)
