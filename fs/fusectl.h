@@ -5,8 +5,9 @@
  *
  * N is the connection's device number, the st_dev of the mount's root in the kernel's own
  * encoding (major << 20 | minor; FUSE superblocks are anonymous, major 0). The daemon cannot
- * stat its own mount from just anywhere (a session thread would wait for itself), so the
- * number is read from /proc/self/mountinfo instead.
+ * stat its own mount from just anywhere (a session thread would wait for itself, and before
+ * INIT is answered anyone would), so the number is read from /proc/self/mountinfo instead,
+ * right after mounting, while the new mount is the topmost one on its path.
  */
 #ifndef CFQFS_FUSECTL_H
 #define CFQFS_FUSECTL_H

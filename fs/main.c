@@ -407,6 +407,8 @@ struct reloader {
 	struct pt_fs *fs;	     /* borrowed */
 	struct grp_registry *groups; /* borrowed */
 	const char *mnt;	     /* the mount point, absolute (main's buffer) */
+	unsigned conn;		     /* our FUSE connection number, valid if conn_err == 0 */
+	int conn_err;		     /* -errno from finding it right after mounting */
 	atomic_bool stop;
 };
 
@@ -431,13 +433,13 @@ static int switch_policy(void *arg, struct sched *sd)
  */
 static int reload_background(const struct reloader *rl, unsigned bg)
 {
-	unsigned conn;
-	int r = fusectl_find("/proc/self/mountinfo", rl->mnt, &conn);
+	unsigned conn = rl->conn;
+	int r = rl->conn_err;
 
 	if (r < 0) {
-		LOG_WARN("reload: max_background stays %u: no FUSE mount on %s in "
-			 "/proc/self/mountinfo (%s)", rl->cfg->max_background, rl->mnt,
-			 strerror(-r));
+		LOG_WARN("reload: max_background stays %u: the FUSE mount on %s was not found in "
+			 "/proc/self/mountinfo when mounting (%s)", rl->cfg->max_background,
+			 rl->mnt, strerror(-r));
 		return r;
 	}
 	r = fusectl_set_background(FUSECTL_DIR, conn, bg);
@@ -728,6 +730,10 @@ int main(int argc, char **argv)
 		status = 3;
 		goto out_signals;
 	}
+	/* Our connection is the topmost FUSE mount on mnt now; a later mount over it (or a
+	 * stale one under it) must not be the one a reload retunes. */
+	unsigned conn = 0;
+	int conn_err = fusectl_find("/proc/self/mountinfo", mnt, &conn);
 	if (fuse_daemonize(cl.foreground) != 0) {
 		status = 3;
 		goto out_unmount;
@@ -745,7 +751,7 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	struct reloader rl = { .cl = &cl, .cfg = &cfg, .ex = ex, .cls = cls, .fs = fs,
-				.groups = groups, .mnt = mnt };
+				.groups = groups, .mnt = mnt, .conn_err = conn_err, .conn = conn };
 	atomic_init(&rl.stop, false);
 	bool reloader_started = pthread_create(&rl.thread, NULL, reload_main, &rl) == 0;
 	if (!reloader_started)
