@@ -8,10 +8,11 @@
  * ended, CFQ serves that queue instead of idling, and the head moves sequentially.
  *
  * Asserted exactly on the model hdd (deterministic): the interleaved readers' aggregate
- * against one sequential reader of the same disk; their equal shares; that the cooperators
- * share one slice, so a reader of another file in their group is not starved by the chain;
- * and that the rule stays out of the way where it does not apply (other groups, seeky
- * readers, non-rotational devices).
+ * against one sequential reader of the same disk, also with requests queued in the device;
+ * their equal shares; that the cooperators share one slice, so a reader of another file in
+ * their group is not starved by the chain; that the rule stays out of the way where it does
+ * not apply (sequential readers of one file, other groups, seeky readers, non-rotational
+ * devices); and the index's invariants under a mixed load with policy switches.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
