@@ -11,7 +11,7 @@
  *
  * Asserted as a ratio within one test, no absolute time: the four readers' aggregate against
  * one sequential reader of the same mount, same file, same duration, must be at least 0.8.
- * Measured here: 1.25x to 1.39x (the lone reader pays a FUSE round trip between its requests,
+ * Measured here: 1.25x to 1.50x (the lone reader pays a FUSE round trip between its requests,
  * the four keep the emulated disk busy); 0.33x to 0.38x without the rule (the daemon of
  * 14b74cb).
  * The readers' shares must be equal within a factor of 1.5.
