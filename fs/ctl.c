@@ -750,6 +750,10 @@ static void gen_metrics(struct sbuf *b, const struct snap *s)
 	family(b, "cfqfs_iops_mode", "gauge",
 	       "1 when CFQ charges groups by requests (IOPS mode), 0 when by time.");
 	sb_printf(b, "cfqfs_iops_mode %d\n", s->info.iops_mode ? 1 : 0);
+	family(b, "cfqfs_cooperator_switches_total", "counter",
+	       "CFQ: close cooperators served instead of idling (a process whose next request "
+	       "continues another's), since the policy was last selected.");
+	sb_printf(b, "cfqfs_cooperator_switches_total %" PRIu64 "\n", s->info.coop_switches);
 	family(b, "cfqfs_queued_requests", "gauge", "Requests waiting in the scheduler.");
 	sb_printf(b, "cfqfs_queued_requests %" PRIu64 "\n", s->info.queued);
 	family(b, "cfqfs_in_flight_requests", "gauge",
@@ -924,11 +928,12 @@ static void gen_json(struct sbuf *b, struct ctl *c, const struct snap *s)
 		sb_json_str(b, sched_policy_name((enum sched_policy)p));
 	}
 	sb_printf(b,
-		  "],\"now_ns\":%" PRIu64 ",\"iops_mode\":%s,\"hw_tag\":%d,\"nr_groups\":%" PRIu64
-		  ",\"nr_queues\":%" PRIu64 ",\"queued\":%" PRIu64 ",\"in_flight\":%" PRIu64
-		  ",\n\"tunables\":{",
-		  s->now, s->info.iops_mode ? "true" : "false", s->info.hw_tag, s->info.nr_groups,
-		  s->info.nr_queues, s->info.queued, s->info.in_flight);
+		  "],\"now_ns\":%" PRIu64 ",\"iops_mode\":%s,\"hw_tag\":%d,\"coop_switches\":%" PRIu64
+		  ",\"nr_groups\":%" PRIu64 ",\"nr_queues\":%" PRIu64 ",\"queued\":%" PRIu64
+		  ",\"in_flight\":%" PRIu64 ",\n\"tunables\":{",
+		  s->now, s->info.iops_mode ? "true" : "false", s->info.hw_tag,
+		  s->info.coop_switches, s->info.nr_groups, s->info.nr_queues, s->info.queued,
+		  s->info.in_flight);
 	for (unsigned i = 0; i < s->nr_tun; i++) {
 		if (i)
 			sb_putc(b, ',');

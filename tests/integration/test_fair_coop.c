@@ -14,13 +14,15 @@
  * Measured here: 1.25x to 1.50x (the lone reader pays a FUSE round trip between its requests,
  * the four keep the emulated disk busy); 0.33x to 0.38x without the rule (the daemon of
  * 14b74cb).
- * The readers' shares must be equal within a factor of 1.5.
+ * The readers' shares must be equal within a factor of 1.5, and the control directory's
+ * metrics must count cooperator switches (none for the lone reader).
  */
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +76,21 @@ static double run_readers(unsigned n, double *each)
 	return total;
 }
 
+/* cfqfs_cooperator_switches_total from the control directory's metrics, or -1. */
+static long long coop_switches(void)
+{
+	static char text[1 << 17];
+	const char *key = "\ncfqfs_cooperator_switches_total ";
+	ssize_t n = mnt_get(mnt_path(&M, ".cfqfs/metrics"), text, sizeof(text) - 1);
+	const char *p;
+
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	p = strstr(text, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
 Test(fair_coop, interleaved_readers_of_one_file_read_as_one_stream)
 {
 	double lone, together, each[READERS], lo = 0, hi = 0;
@@ -85,6 +102,7 @@ Test(fair_coop, interleaved_readers_of_one_file_read_as_one_stream)
 	wl_cr_mount(&M, NULL, "device=hdd,direct_io");
 
 	lone = run_readers(1, NULL);
+	cr_assert_eq(coop_switches(), 0, "one reader has no cooperator");
 	together = run_readers(READERS, each);
 	for (unsigned i = 0; i < READERS; i++) {
 		if (i == 0 || each[i] < lo)
@@ -100,5 +118,6 @@ Test(fair_coop, interleaved_readers_of_one_file_read_as_one_stream)
 		      "%u interleaved readers got %.2fx of one reader's bandwidth", READERS,
 		      together / lone);
 	cr_expect_leq(hi, 1.5 * lo, "unequal shares: %.1f..%.1f MB/s", lo / 1e6, hi / 1e6);
+	cr_expect_gt(coop_switches(), 0, "metrics show no cooperator switch");
 	mnt_cr_finish(&M);
 }
