@@ -9,31 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl.h"
+
 #define FUSECTL_BG_MAX 65535u /* the kernel's bound on both knobs (fs/fuse/control.c) */
 
 unsigned fusectl_congestion_for(unsigned bg)
 {
 	return bg > 1 ? bg * 3 / 4 : 1;
-}
-
-/*
- * Undoes mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash) of
- * the field `s` in place. A backslash not followed by three octal digits is kept as is.
- */
-static void unescape(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r; w++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
-			r += 4;
-		} else {
-			*w = *r++;
-		}
-	}
-	*w = '\0';
 }
 
 /*
@@ -59,7 +41,7 @@ static bool line_matches(char *line, const char *mnt, unsigned *conn)
 		return false;
 	if (sscanf(f[2], "%u:%u", &maj, &min) != 2 || maj >= 4096 || min >= (1u << 20))
 		return false;
-	unescape(f[4]);
+	ctl_unescape_field(f[4]); /* the kernel's octal escapes, as io.stat's */
 	if (strcmp(f[4], mnt))
 		return false;
 	*conn = maj << 20 | min;
