@@ -526,7 +526,12 @@ static sched_ns slice_offset(const struct sched *sd, const struct sched_queue *q
 	       (prio_slice(sd, true, 0) - prio_slice(sd, q->sync, q->level));
 }
 
-static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_front,
+/*
+ * (Re)files q on the service tree of its class and type. front == 0 keys it by its arrival
+ * (now + the slice offset, less any residual slice); front > 0 puts it `front` [ns] before
+ * the tree's leftmost key, which a preemption needs (see preempt_queue()).
+ */
+static void service_tree_add(struct sched *sd, struct sched_queue *q, sched_ns front,
 			     sched_ns now)
 {
 	struct cfq_queue *cq = &q->cfq;
@@ -542,12 +547,12 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_f
 			key = q_of_st(n)->cfq.rb_key + CFQ_IDLE_DELAY;
 		else
 			key = now + CFQ_IDLE_DELAY;
-	} else if (!add_front) {
+	} else if (!front) {
 		key = now + slice_offset(sd, q) - (sched_ns)cq->slice_resid;
 		cq->slice_resid = 0;
 	} else {
 		n = sched_tree_first(&st->tree);
-		key = (n ? q_of_st(n)->cfq.rb_key : now) - 1000 * SCHED_NS_PER_MS;
+		key = (n ? q_of_st(n)->cfq.rb_key : now) - front;
 	}
 	if (!is_new) {
 		if (key == cq->rb_key && cq->st == st)
@@ -564,7 +569,7 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, bool add_f
 	cq->st_type = (uint8_t)(cls == WL_IDLE ? 0 : type);
 	sched_tree_insert(&st->tree, &cq->st_node, st_cmp);
 	grp_busy_count(q->g, cls, cq->st_type, 1);
-	if (add_front || !is_new)
+	if (front || !is_new)
 		return;
 	group_notify_queue_add(sd, q->g);
 }
@@ -574,7 +579,7 @@ static void add_rr(struct sched *sd, struct sched_queue *q, sched_ns now)
 	sd->cfq.busy_queues++;
 	if (q->sync)
 		sd->cfq.busy_sync_queues++;
-	service_tree_add(sd, q, false, now);
+	service_tree_add(sd, q, 0, now);
 }
 
 static void del_rr(struct sched *sd, struct sched_queue *q)
@@ -731,7 +736,7 @@ static void slice_expired(struct sched *sd, bool timed_out, sched_ns now)
 	if (cq->st && cq->queued == 0)
 		del_rr(sd, q);
 	if (cq->st)
-		service_tree_add(sd, q, false, now);
+		service_tree_add(sd, q, 0, now);
 	cd->active = NULL;
 	sched__queue_maybe_release(sd, q);
 }
@@ -1290,14 +1295,27 @@ static bool should_preempt(const struct sched *sd, const struct sched_queue *nq,
 
 static void preempt_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
 {
-	int old_type = q_type(sd->cfq.active);
+	int old_type = q_type(sd->cfq.active), old_class = q_class(sd->cfq.active);
 
 	cfq_log(now, "preempt by q %llu", (unsigned long long)q->key);
 	slice_expired(sd, true, now);
-	/* a different workload type must not resume the saved one, or no preemption happens */
+	/*
+	 * A preemption across workload types must not resume the saved workload slice, or no
+	 * preemption happens, and q's key must beat the other trees' leftmost keys in
+	 * choose_wl_type(): the kernel puts it 1 s before its own tree's leftmost. Within the
+	 * serving class and type the saved workload slice goes on, and q only needs to be
+	 * leftmost on its own tree. cfqfs, not the kernel: the kernel takes the 1 s there too. Random readers
+	 * that preempt one another (each arrival finds the active queue empty) then carried keys
+	 * that beat the SYNC tree's whenever the workload slice ended, so a sequential reader
+	 * waited ~1 s at a time, beyond target_latency, and got ~7% of the disk time instead of
+	 * its workload's 25% (tests/sim: latency/noidle_preemptions_leave_the_sync_tree_its_turns).
+	 */
 	if (old_type != q_type(q))
 		q->g->cfq.saved_wl_slice = 0;
-	service_tree_add(sd, q, true, now);
+	if (old_type != q_type(q) || old_class != q_class(q))
+		service_tree_add(sd, q, 1000 * SCHED_NS_PER_MS, now);
+	else
+		service_tree_add(sd, q, 1, now);
 	q->cfq.slice_end = 0;
 	cfqq_mark_slice_new(q);
 }

@@ -71,7 +71,7 @@ Test(determinism, cfq_hdd)
 
 Test(determinism, cfq_ssd)
 {
-	same_and_different(SCHED_POLICY_CFQ, "ssd", 0x2fb95a7c2b12da13ull);
+	same_and_different(SCHED_POLICY_CFQ, "ssd", 0x09684bfe89b4b277ull);
 }
 
 Test(determinism, deadline_raid)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Latency behaviour of CFQ (cfq-bfq.md §2.4, §2.8, §2.9, §2.11): low_latency slice scaling,
- * sync reads next to a backlogged async writer, and idling keeping a sequential reader's slice.
+ * sync reads next to a backlogged async writer, idling keeping a sequential reader's slice,
+ * and preemptions among random readers leaving a sequential reader its turns.
  */
 #include "sim_helpers.h"
 
@@ -156,4 +157,71 @@ Test(latency, idling_keeps_sequential_slice)
 		  (unsigned long long)sw_none, (unsigned long long)d_none);
 	cr_expect(b_idle >= 2 * b_none, "idling should pay off: %llu vs %llu bytes",
 		  (unsigned long long)b_idle, (unsigned long long)b_none);
+}
+
+struct disk_time_of {
+	uint64_t key;
+	sched_ns disk_time;
+};
+
+static void find_disk_time(void *arg, const struct sched_queue_info *qi)
+{
+	struct disk_time_of *d = arg;
+
+	if (qi->sync && qi->queue_key == d->key)
+		d->disk_time = qi->stats->disk_time;
+}
+
+/*
+ * Three random readers (SYNC_NOIDLE tree) and one sequential reader (SYNC tree, idle window).
+ * Each random reader's arrival finds the active random reader empty and preempts it (§2.11:
+ * the new queue goes to the front of its tree). The kernel keys such a queue 1 s before its
+ * tree's leftmost, which also beat the SYNC tree's key when the workload slice ended, so the
+ * random readers kept the disk for ~1 s at a time: the sequential reader waited 1.06 s, over
+ * low_latency's target_latency plus one slice, and was charged ~1/10 of the disk time. Within
+ * its own workload type a preempting queue now only goes before its tree's leftmost: the
+ * workload slices split the group's time (3/4 and 1/4 for 3 and 1 busy queues).
+ */
+Test(latency, noidle_preemptions_leave_the_sync_tree_its_turns)
+{
+	struct sim_config cfg;
+	struct sim *s;
+	struct sim_proc_spec ps;
+	struct disk_time_of seq = { 0, 0 };
+	unsigned r[3], q;
+	sched_ns bound = (300 + 100) * MS, total = 0;
+	double share;
+
+	/* 8 I/Os on the device, as the daemon's default depth: a random reader's arrival then
+	 * finds the active one empty with its read in flight */
+	sim_config_default(&cfg, SCHED_POLICY_CFQ, "hdd", 3);
+	cfg.queue_depth = 8;
+	s = mk_sim_cfg(&cfg);
+	for (int i = 0; i < 3; i++) {
+		sim_proc_default(SIM_RAND_READER, &ps);
+		r[i] = add_proc(s, &ps);
+	}
+	q = add_seq_reader(s, SCHED_ROOT_GROUP, SCHED_CLASS_BE, SCHED_LEVEL_NORM);
+	run_ok(s, 10 * SIM_S);
+	for (int i = 0; i < 3; i++) {
+		struct disk_time_of d = { 1000 + r[i], 0 };
+
+		sched_foreach_queue(sim_sched(s), find_disk_time, &d);
+		cr_expect(sim_proc_stats(s, r[i])->ios > 0, "random reader %d starved", i);
+		total += d.disk_time;
+	}
+	seq.key = 1000 + q;
+	sched_foreach_queue(sim_sched(s), find_disk_time, &seq);
+	total += seq.disk_time;
+	share = (double)seq.disk_time / (double)(total ? total : 1);
+	cr_log_info("sequential reader: max wait %.1f ms (bound %.1f), %.1f%% of the disk time, "
+		    "%.1f MB/s", ms_of(sim_proc_stats(s, q)->wait.max), ms_of(bound), 100 * share,
+		    sim_proc_stats(s, q)->bytes / 10e6);
+	cr_expect(sim_proc_stats(s, q)->wait.max <= bound,
+		  "sequential reader waited %.1f ms > target_latency + one slice (%.1f ms)",
+		  ms_of(sim_proc_stats(s, q)->wait.max), ms_of(bound));
+	cr_expect(share >= 0.20 && share <= 0.40,
+		  "sequential reader charged %.1f%% of the disk time, its workload's share is 25%%",
+		  100 * share);
+	sim_destroy(s);
 }
