@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,54 +458,79 @@ static int reload_background(const struct reloader *rl, unsigned bg)
 
 /*
  * The keys that only a mount sets up (the executor, the emulated device, the kernel's cache
- * mode, the control directory): where `next` differs from the running `cur`, names them in
- * buf (comma-separated, "" if none) and puts the running value back into next, so that the
+ * mode, the control directory), in the order a reload names them. Each is compared and put
+ * back whole, except ctl_dir, a string (bytes after its NUL may differ), and the device,
+ * compared on what its model is built from. A new mount-time key needs one line here.
+ */
+enum mount_key_kind { MOUNT_KEY_PLAIN, MOUNT_KEY_STRING, MOUNT_KEY_DEVICE };
+
+struct mount_key {
+	const char *name;
+	size_t off, size; /* of the member of struct cfqfs_config */
+	enum mount_key_kind kind;
+};
+
+#define MOUNT_KEY(key, member, kind)                                                      \
+	{ key, offsetof(struct cfqfs_config, member),                                      \
+	  sizeof(((struct cfqfs_config *)0)->member), kind }
+
+static const struct mount_key mount_keys[] = {
+	MOUNT_KEY("depth", depth, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("device", device, MOUNT_KEY_DEVICE),
+	MOUNT_KEY("rotational", rotational, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("ctl_dir", ctl_dir, MOUNT_KEY_STRING),
+	MOUNT_KEY("ctl_access", ctl_private, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("direct_io", direct_io, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("kernel_cache", kernel_cache, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("writeback_cache", writeback_cache, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("xattr", xattr, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("splice", splice, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("attr_timeout", attr_timeout, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("entry_timeout", entry_timeout, MOUNT_KEY_PLAIN),
+};
+
+static bool device_changed(const struct cfqfs_config *cur, const struct cfqfs_config *next)
+{
+	const struct dev_params *a = &cur->device, *b = &next->device;
+
+	return cur->device_enabled != next->device_enabled ||
+	       (cur->device_enabled && (a->kind != b->kind || a->heads != b->heads ||
+					a->placement != b->placement || a->bandwidth != b->bandwidth));
+}
+
+/*
+ * Where `next` differs from the running `cur` in a mount-time key, names the key in buf
+ * (comma-separated, "" if none); then puts every running value back into next, so that the
  * configuration kept after the reload is what is in effect.
  */
 static void keep_mount_time_keys(const struct cfqfs_config *cur, struct cfqfs_config *next,
 				 char *buf, size_t len)
 {
-	const struct dev_params *a = &cur->device, *b = &next->device;
-	bool dev_changed = cur->device_enabled != next->device_enabled ||
-			   (cur->device_enabled &&
-			    (a->kind != b->kind || a->heads != b->heads ||
-			     a->placement != b->placement || a->bandwidth != b->bandwidth));
-	const struct {
-		bool changed;
-		const char *name;
-	} k[] = {
-		{ cur->depth != next->depth, "depth" },
-		{ dev_changed, "device" },
-		{ cur->rotational != next->rotational, "rotational" },
-		{ strcmp(cur->ctl_dir, next->ctl_dir) != 0, "ctl_dir" },
-		{ cur->ctl_private != next->ctl_private, "ctl_access" },
-		{ cur->direct_io != next->direct_io, "direct_io" },
-		{ cur->kernel_cache != next->kernel_cache, "kernel_cache" },
-		{ cur->writeback_cache != next->writeback_cache, "writeback_cache" },
-		{ cur->xattr != next->xattr, "xattr" },
-		{ cur->splice != next->splice, "splice" },
-		{ cur->attr_timeout != next->attr_timeout, "attr_timeout" },
-		{ cur->entry_timeout != next->entry_timeout, "entry_timeout" },
-	};
 	size_t n = 0;
 
 	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
-		if (k[i].changed && n < len)
-			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", k[i].name);
-	next->depth = cur->depth;
-	next->device_enabled = cur->device_enabled;
-	next->device = cur->device;
-	next->rotational = cur->rotational;
-	memcpy(next->ctl_dir, cur->ctl_dir, sizeof(next->ctl_dir));
-	next->ctl_private = cur->ctl_private;
-	next->direct_io = cur->direct_io;
-	next->kernel_cache = cur->kernel_cache;
-	next->writeback_cache = cur->writeback_cache;
-	next->xattr = cur->xattr;
-	next->splice = cur->splice;
-	next->attr_timeout = cur->attr_timeout;
-	next->entry_timeout = cur->entry_timeout;
+	for (size_t i = 0; i < sizeof(mount_keys) / sizeof(mount_keys[0]); i++) {
+		const struct mount_key *k = &mount_keys[i];
+		const char *run = (const char *)cur + k->off;
+		char *kept = (char *)next + k->off;
+		bool changed;
+
+		switch (k->kind) {
+		case MOUNT_KEY_STRING:
+			changed = strcmp(run, kept) != 0;
+			break;
+		case MOUNT_KEY_DEVICE:
+			changed = device_changed(cur, next);
+			next->device_enabled = cur->device_enabled;
+			break;
+		default:
+			changed = memcmp(run, kept, k->size) != 0;
+			break;
+		}
+		if (changed && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", k->name);
+		memcpy(kept, run, k->size);
+	}
 }
 
 static void reload(struct reloader *rl)

@@ -48,7 +48,7 @@
 #define RFILE_SIZE (4u << 20)	  /* [bytes] each reader's file */
 #define WWRAP (2u << 20)	  /* [bytes] writers wrap here */
 #define MAXIO (64u * 1024u)	  /* [bytes] largest single read/write: one FUSE request */
-#define REPLY_TIMEOUT_S 15.0	  /* [s] for the daemon to answer a SIGHUP in its log */
+#define REPLY_TIMEOUT_S ((double)MNT_RELOAD_TIMEOUT_S) /* [s] for a SIGHUP's answer */
 
 static struct mnt M;
 
@@ -270,38 +270,6 @@ static const char *active_sched(char *buf, size_t cap)
 	return buf;
 }
 
-/* Counts of reload answers in the daemon log so far. */
-static void log_answers(unsigned *ok, unsigned *kept, char *last_err, size_t errcap)
-{
-	static char text[1 << 20];
-	ssize_t n = mnt_get(M.log, text, sizeof(text) - 1);
-
-	*ok = *kept = 0;
-	if (n < 0)
-		return;
-	text[n] = '\0';
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		if (strstr(l, "configuration reloaded"))
-			(*ok)++;
-		else if (strstr(l, "keeping the running configuration")) {
-			(*kept)++;
-			snprintf(last_err, errcap, "%s", l);
-		}
-	}
-}
-
-static void put_conf(const char *text)
-{
-	char tmp[PATH_MAX], conf[PATH_MAX];
-	int r;
-
-	snprintf(tmp, sizeof(tmp), "%s", base_path(&M, "cfqfs.conf.tmp"));
-	snprintf(conf, sizeof(conf), "%s", base_path(&M, "cfqfs.conf"));
-	r = mnt_put(tmp, text, strlen(text), 0644);
-	cr_assert_eq(r, 0, "writing %s: %s", tmp, strerror(-r));
-	cr_assert_eq(rename(tmp, conf), 0, "rename: %s", strerror(errno));
-}
-
 /* "name=value\n" for every file of .cfqfs/iosched, in readdir order (stable for one policy). */
 static void iosched_snapshot(char *out, size_t cap)
 {
@@ -381,7 +349,7 @@ Test(reload, sighup_and_switches_under_load_lose_no_request, .timeout = 150)
 		PIDS[i] = p;
 	}
 
-	log_answers(&ok0, &kept0, err, sizeof(err));
+	mnt_log_reloads(&M, &ok0, &kept0, err, sizeof(err));
 	for (unsigned it = 1; ch_now() < until - 1.0; it++) {
 		const struct variant *v = &variants[it % NVARIANTS];
 		char sched_before[32], tun_before[4096];
@@ -391,10 +359,10 @@ Test(reload, sighup_and_switches_under_load_lose_no_request, .timeout = 150)
 		active_sched(sched_before, sizeof(sched_before));
 		iosched_snapshot(tun_before, sizeof(tun_before));
 
-		put_conf(v->text);
+		mnt_cr_put_conf(&M, v->text);
 		cr_assert_eq(kill(M.pid, SIGHUP), 0);
 		for (double t0 = ch_now();; usleep(5000)) {
-			log_answers(&ok, &kept, err, sizeof(err));
+			mnt_log_reloads(&M, &ok, &kept, err, sizeof(err));
 			if (ok + kept > ok0 + kept0)
 				break;
 			cr_assert(ch_now() < t0 + REPLY_TIMEOUT_S, "no answer to SIGHUP %u in "
@@ -510,7 +478,7 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 	if (geteuid() != 0)
 		cr_skip("the rules match uid 0");
 	cr_assert_eq(ch_make_file(src_path(&M, "f"), 7, 1u << 20), 0);
-	wl_cr_mount(&M, conf[0], "direct_io"); /* the file put_conf() rewrites */
+	wl_cr_mount(&M, conf[0], "direct_io"); /* the file mnt_cr_put_conf() rewrites */
 	fd = open(mnt_path(&M, "f"), O_RDONLY);
 	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
 	for (unsigned round = 0; round < 10; round++) {
@@ -520,12 +488,12 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 		cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 		cr_assert_gt(wl_iostat_or_0(&M, group[round % 2], "rbytes"), 0,
 			     "round %u: not charged to %s", round, group[round % 2]);
-		log_answers(&ok0, &kept0, err, sizeof(err));
-		put_conf(conf[next]);
+		mnt_log_reloads(&M, &ok0, &kept0, err, sizeof(err));
+		mnt_cr_put_conf(&M, conf[next]);
 		cr_assert_eq(kill(M.pid, SIGHUP), 0);
 		for (double t0 = ch_now();; reads++) {
 			cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
-			log_answers(&ok, &kept, err, sizeof(err));
+			mnt_log_reloads(&M, &ok, &kept, err, sizeof(err));
 			if (ok + kept > ok0 + kept0)
 				break;
 			cr_assert(ch_now() < t0 + REPLY_TIMEOUT_S, "no answer to SIGHUP");
@@ -543,37 +511,13 @@ Test(reload, new_rules_apply_to_the_next_request_of_a_running_process)
 	mnt_cr_finish(&M);
 }
 
-/* Counts the lines of the daemon's log that contain `text`. */
-static unsigned log_count(const char *text)
-{
-	static char buf[1 << 20];
-	ssize_t n = mnt_get(M.log, buf, sizeof(buf) - 1);
-	unsigned c = 0;
-
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	for (char *p = buf; (p = strstr(p, text)); p += strlen(text))
-		c++;
-	return c;
-}
-
-/* Sends SIGHUP after put_conf() and waits for the daemon's answer; fails on a refusal. */
+/* Sends SIGHUP after a new configuration and waits for the daemon's answer; fails on a
+ * refusal. */
 static void reload_and_wait(const char *text)
 {
 	char err[1024] = "";
-	unsigned ok0, kept0, ok, kept;
 
-	log_answers(&ok0, &kept0, err, sizeof(err));
-	put_conf(text);
-	cr_assert_eq(kill(M.pid, SIGHUP), 0);
-	for (double t0 = ch_now();; usleep(5000)) {
-		log_answers(&ok, &kept, err, sizeof(err));
-		if (ok + kept > ok0 + kept0)
-			break;
-		cr_assert(ch_now() < t0 + REPLY_TIMEOUT_S, "no answer to SIGHUP");
-	}
-	cr_assert_eq(ok, ok0 + 1, "reload refused: %s", err);
+	cr_assert(mnt_cr_reload(&M, text, err, sizeof(err)), "reload refused: %s", err);
 }
 
 /*
@@ -588,19 +532,19 @@ Test(reload, mount_time_keys_are_named_and_keep_their_running_values)
 	wl_cr_mount(&M, "depth = 4;\nattr_timeout = 1.0;\n", NULL);
 
 	reload_and_wait("depth = 16;\nattr_timeout = 5.0;\nscheduler = \"noop\";\n");
-	cr_assert_eq(log_count("reload: depth, attr_timeout: set when mounting"), 1,
+	cr_assert_eq(mnt_log_count(&M, "reload: depth, attr_timeout: set when mounting"), 1,
 		     "the warning names the two keys that changed");
 	cr_assert_str_eq(active_sched(cur, sizeof(cur)), "noop", "the live key was applied");
-	cr_assert_eq(log_count("configuration reloaded: scheduler=noop depth=4 "), 1,
+	cr_assert_eq(mnt_log_count(&M, "configuration reloaded: scheduler=noop depth=4 "), 1,
 		     "the kept configuration shows the running depth");
 
 	/* Back to the running values: nothing to warn about. */
 	reload_and_wait("depth = 4;\nattr_timeout = 1.0;\nscheduler = \"noop\";\n");
-	cr_assert_eq(log_count("set when mounting"), 1, "a second warning for no change");
+	cr_assert_eq(mnt_log_count(&M, "set when mounting"), 1, "a second warning for no change");
 
 	/* The same changed file twice: it still differs from what runs, so both times. */
 	reload_and_wait("depth = 16;\nattr_timeout = 1.0;\n");
 	reload_and_wait("depth = 16;\nattr_timeout = 1.0;\n");
-	cr_assert_eq(log_count("reload: depth: set when mounting"), 2);
+	cr_assert_eq(mnt_log_count(&M, "reload: depth: set when mounting"), 2);
 	mnt_cr_finish(&M);
 }

@@ -911,6 +911,65 @@ void mnt_cr_finish(struct mnt *m)
 	cr_assert(ok, "daemon did not exit cleanly after unmount: %s", st);
 }
 
+/* The whole daemon log, NUL-terminated, in a buffer the caller frees; NULL if unreadable. */
+static char *log_text(const struct mnt *m)
+{
+	FILE *f = fopen(m->log, "re");
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+
+	if (!f || !buf)
+		goto fail;
+	for (size_t n; (n = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
+		len += n;
+		if (cap - len - 1 == 0) {
+			char *bigger = realloc(buf, cap * 2);
+
+			if (!bigger)
+				goto fail;
+			buf = bigger;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+fail:
+	if (f)
+		fclose(f);
+	free(buf);
+	return NULL;
+}
+
+unsigned mnt_log_count(const struct mnt *m, const char *text)
+{
+	char *buf = log_text(m);
+	unsigned c = 0;
+
+	for (char *p = buf; p && (p = strstr(p, text)); p += strlen(text))
+		c++;
+	free(buf);
+	return c;
+}
+
+void mnt_log_reloads(const struct mnt *m, unsigned *reloaded, unsigned *kept, char *err,
+		     size_t errcap)
+{
+	char *buf = log_text(m), *save = NULL;
+
+	*reloaded = *kept = 0;
+	for (char *l = buf ? strtok_r(buf, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		if (strstr(l, "configuration reloaded")) {
+			(*reloaded)++;
+		} else if (strstr(l, "keeping the running configuration")) {
+			(*kept)++;
+			if (err)
+				snprintf(err, errcap, "%s", l);
+		}
+	}
+	free(buf);
+}
+
 uint64_t mnt_cr_queued(struct mnt *m, unsigned *groups)
 {
 	static char text[1 << 16];
@@ -924,4 +983,36 @@ uint64_t mnt_cr_queued(struct mnt *m, unsigned *groups)
 	if (groups)
 		*groups = n_groups;
 	return q;
+}
+
+void mnt_cr_put_conf(struct mnt *m, const char *conf_text)
+{
+	char tmp[PATH_MAX], conf[PATH_MAX];
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "%s", base_path(m, "cfqfs.conf.tmp"));
+	snprintf(conf, sizeof(conf), "%s", base_path(m, "cfqfs.conf"));
+	r = mnt_put(tmp, conf_text, strlen(conf_text), 0644);
+	cr_assert_eq(r, 0, "writing %s: %s", tmp, strerror(-r));
+	cr_assert_eq(rename(tmp, conf), 0, "rename to %s: %s", conf, strerror(errno));
+}
+
+bool mnt_cr_reload(struct mnt *m, const char *conf_text, char *err, size_t errcap)
+{
+	unsigned ok0, kept0, ok, kept;
+	struct timespec t0, t;
+
+	mnt_log_reloads(m, &ok0, &kept0, NULL, 0);
+	mnt_cr_put_conf(m, conf_text);
+	cr_assert_eq(kill(m->pid, SIGHUP), 0, "SIGHUP: %s", strerror(errno));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		mnt_log_reloads(m, &ok, &kept, err, errcap);
+		if (ok + kept > ok0 + kept0)
+			return ok > ok0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		cr_assert_lt(t.tv_sec - t0.tv_sec, MNT_RELOAD_TIMEOUT_S,
+			     "no answer to SIGHUP in the daemon log after %d s", MNT_RELOAD_TIMEOUT_S);
+		usleep(5000);
+	}
 }

@@ -153,6 +153,18 @@ int mnt_fork_run(int (*fn)(void *), void *arg, int timeout_ms);
 /* Waits for child pid up to timeout_ms. Returns true with *status if it exited. */
 bool mnt_wait_bounded(pid_t pid, int timeout_ms, int *status);
 
+/* --- the daemon's log and SIGHUP reloads ------------------------------------------------ */
+
+/* How many times `text` occurs in the daemon's log so far (0 if it cannot be read). */
+unsigned mnt_log_count(const struct mnt *m, const char *text);
+/*
+ * The daemon's answers to SIGHUP in its log so far: *reloaded ("configuration reloaded") and
+ * *kept ("keeping the running configuration"), with the last refusal's line in err (left as
+ * it was if there is none). Zeros if the log cannot be read.
+ */
+void mnt_log_reloads(const struct mnt *m, unsigned *reloaded, unsigned *kept, char *err,
+		     size_t errcap);
+
 /* --- Criterion glue ---------------------------------------------------------------------- */
 
 /*
@@ -178,6 +190,19 @@ void mnt_cr_finish(struct mnt *m);
  * in *groups (if not NULL). Fails the test when the file cannot be read or parsed.
  */
 uint64_t mnt_cr_queued(struct mnt *m, unsigned *groups);
+/*
+ * In a test body: puts conf_text into base_path(m, "cfqfs.conf"), the file wl_cr_mount()
+ * writes, through a temp file renamed over it, so the daemon never reads half of it.
+ */
+void mnt_cr_put_conf(struct mnt *m, const char *conf_text);
+/*
+ * In a test body: mnt_cr_put_conf(), then sends the daemon SIGHUP and waits up to
+ * MNT_RELOAD_TIMEOUT_S for its answer in the log, failing the test without one. Returns true
+ * if the configuration was reloaded, false if the daemon kept the running one (the refusal's
+ * log line in err, if err is not NULL).
+ */
+#define MNT_RELOAD_TIMEOUT_S 15
+bool mnt_cr_reload(struct mnt *m, const char *conf_text, char *err, size_t errcap);
 
 /*
  * In a test body: `expr` must yield -1 with errno == err (use with calls returning -1 on error).
