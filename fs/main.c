@@ -596,7 +596,6 @@ static int copy_info(void *arg, struct sched *sd)
 	return 0;
 }
 
-/* Start-up line: what the scheduler decided (IOPS or time mode, hw_tag) and the control dir. */
 /*
  * libfuse ends its loop threads with pthread_cancel(), and glibc loads libgcc_s (to unwind
  * them) at the first cancel. A daemon out of descriptors by then (one per inode the kernel
@@ -611,14 +610,19 @@ static void preload_unwinder(void)
 			 "daemon would abort", dlerror());
 }
 
+/* Start-up line: what the scheduler decided (cfq: IOPS or time mode, hw_tag) and the control
+ * directory. */
 static void log_sched_info(struct executor *ex, unsigned depth, const char *ctl_dir)
 {
 	struct sched_info si;
+	char mode[48] = "";
 
 	exec_with_sched(ex, copy_info, &si);
-	LOG_INFO("scheduler %s: %s mode, hw_tag %d, depth %u (issued by %s); control directory "
-		 "%s%s",
-		 sched_policy_name(si.policy), si.iops_mode ? "IOPS" : "time", si.hw_tag, depth,
+	if (si.policy == SCHED_POLICY_CFQ)
+		snprintf(mode, sizeof(mode), "%s mode, hw_tag %d, ", si.iops_mode ? "IOPS" : "time",
+			 si.hw_tag);
+	LOG_INFO("scheduler %s: %sdepth %u (issued by %s); control directory %s%s",
+		 sched_policy_name(si.policy), mode, depth,
 		 exec_issues_inline(ex) ? "FUSE threads and workers" : "workers only",
 		 ctl_dir[0] ? ctl_dir : "(disabled)", ctl_dir[0] ? "/" : "");
 }

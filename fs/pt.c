@@ -379,9 +379,11 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 void pt__destroy(void *userdata)
 {
 	struct pt_fs *fs = userdata;
+	size_t held;
 
 	/* Inodes stay until pt_destroy(): the session may still hand out requests' replies.
 	 * Blocked lock requests are answered now, while the session can still send. */
 	pt__locks_stop(fs->locks);
-	LOG_INFO("fuse: destroy, %zu inodes held", pt_itable_count(fs->it));
+	held = pt_itable_count(fs->it);
+	LOG_INFO("fuse: destroy, %zu inode%s held", held, held == 1 ? "" : "s");
 }
