@@ -1304,11 +1304,12 @@ static void preempt_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
 	 * preemption happens, and q's key must beat the other trees' leftmost keys in
 	 * choose_wl_type(): the kernel puts it 1 s before its own tree's leftmost. Within the
 	 * serving class and type the saved workload slice goes on, and q only needs to be
-	 * leftmost on its own tree. cfqfs, not the kernel: the kernel takes the 1 s there too. Random readers
-	 * that preempt one another (each arrival finds the active queue empty) then carried keys
-	 * that beat the SYNC tree's whenever the workload slice ended, so a sequential reader
-	 * waited ~1 s at a time, beyond target_latency, and got ~7% of the disk time instead of
-	 * its workload's 25% (tests/sim: latency/noidle_preemptions_leave_the_sync_tree_its_turns).
+	 * leftmost on its own tree. cfqfs, not the kernel: the kernel takes the 1 s there too.
+	 * Random readers that preempt one another (each arrival finds the active queue empty)
+	 * then carried keys that beat the SYNC tree's whenever the workload slice ended, so a
+	 * sequential reader waited ~1 s at a time, beyond target_latency, and got ~7% of the
+	 * disk time instead of its workload's 25%
+	 * (tests/sim: latency/noidle_preemptions_leave_the_sync_tree_its_turns).
 	 */
 	if (old_type != q_type(q))
 		q->g->cfq.saved_wl_slice = 0;

@@ -177,8 +177,8 @@ static void find_disk_time(void *arg, const struct sched_queue_info *qi)
  * Each random reader's arrival finds the active random reader empty and preempts it (§2.11:
  * the new queue goes to the front of its tree). The kernel keys such a queue 1 s before its
  * tree's leftmost, which also beat the SYNC tree's key when the workload slice ended, so the
- * random readers kept the disk for ~1 s at a time: the sequential reader waited 1.06 s, over
- * low_latency's target_latency plus one slice, and was charged ~1/10 of the disk time. Within
+ * random readers kept the disk for ~1 s at a time: the sequential reader waited 1.07 s, over
+ * low_latency's target_latency plus one slice, and was charged 7% of the disk time. Within
  * its own workload type a preempting queue now only goes before its tree's leftmost: the
  * workload slices split the group's time (3/4 and 1/4 for 3 and 1 busy queues).
  */
