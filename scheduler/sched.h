@@ -278,8 +278,10 @@ enum { SCHED_KIND_ASYNC = 0, SCHED_KIND_SYNC = 1 };	   /* index 2 */
 /*
  * Cumulative counters of a group or queue. Ordered by when the core writes them, so that one
  * request touches few cache lines of a cold queue or group (with the struct 64-byte aligned):
- * bytes and ios (line 0), the per-request scalars (line 1), then the per-slice and rare ones
- * beside the histogram's totals (line 2), then one line of histogram buckets.
+ * bytes and ios (line 0); the per-request and per-slice scalars with the histogram's totals
+ * (line 1); one line of histogram buckets; then the gauges and the rare counters.
+ * A queue's gauges (queued, in_flight) are not kept up per request: the queue's own counts
+ * are, and sched_foreach_queue() copies them in before showing the stats.
  */
 struct sched_stats {
 	uint64_t bytes[2][2];	 /* [bytes] by dir, kind; counted at dispatch */
@@ -287,16 +289,18 @@ struct sched_stats {
 	uint64_t dispatched;	 /* dispatches (post-merge I/Os) */
 	sched_ns wait_time;	 /* [ns] sum of enqueue -> dispatch */
 	sched_ns service_time;	 /* [ns] sum of dispatch -> complete */
-	uint64_t queued;	 /* gauge: requests queued now */
-	uint64_t in_flight;	 /* gauge: dispatched, not completed */
 	sched_ns disk_time;	 /* [ns] time charged (CFQ slices used) */
 	uint64_t slices;	 /* times a queue of it was made active (CFQ) */
+	struct sched_hist latency; /* enqueue -> complete; its totals end line 1 */
+	uint64_t queued;	 /* gauge: requests queued now */
+	uint64_t in_flight;	 /* gauge: dispatched, not completed */
 	uint64_t errors;	 /* completions with error != 0 */
 	uint64_t fsyncs;	 /* fsync + fdatasync requests */
 	uint64_t merged;	 /* requests absorbed by merging */
 	sched_ns idle_time;	 /* [ns] time the scheduler idled waiting for it */
-	struct sched_hist latency; /* enqueue -> complete */
 };
+_Static_assert(offsetof(struct sched_stats, latency.count) == 128,
+	       "sched_stats line plan: the histogram's totals end line 1");
 
 /* Returns 0 and a snapshot, or -EINVAL for an unknown group. Includes the group's own queues
  * only (not its children). */
