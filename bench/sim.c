@@ -49,6 +49,8 @@ struct opts {
 	bool quick;		/* short runs (the ctest entry) */
 	const char *csv_dir;	/* write <dir>/<experiment>.csv when set */
 	bool check;		/* sched_check() after every simulation step (slow) */
+	const char *trace_dir;	/* --trace: write each run's decision trace there */
+	const char *exp_name;	/* the experiment running (for trace file names) */
 };
 
 /* Verdicts collected over the whole invocation. */
@@ -252,7 +254,61 @@ static struct sim *mk_sim_full(const struct opts *o, enum sched_policy pol, cons
 	s = sim_create(&cfg);
 	if (s == NULL)
 		die("sim_create(%s, %s) failed", sched_policy_name(pol), dev);
+	if (o->trace_dir && sched_trace_resize(sim_sched(s), SCHED_TRACE_MAX) != 0)
+		die("--trace: out of memory");
 	return s;
+}
+
+/*
+ * Ends a run: with --trace, first writes its decision trace (the newest SCHED_TRACE_MAX
+ * records) to DIR/EXPERIMENT-N.trace, N counting the runs of the invocation, with a header
+ * naming the policy and every tunable, so each file says which column it was.
+ */
+static void sim_done(const struct opts *o, struct sim *s, const char *dev)
+{
+	static unsigned runs;
+	struct sched *sd = sim_sched(s);
+	enum sched_policy pol = sched_policy(sd);
+	struct sched_trace_rec *r;
+	char path[4096], detail[128];
+	uint64_t pos = 0;
+	size_t n;
+	FILE *f;
+
+	if (!o->trace_dir) {
+		sim_destroy(s);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s-%u.trace", o->trace_dir, o->exp_name, ++runs);
+	r = malloc(SCHED_TRACE_MAX * sizeof(*r));
+	f = fopen(path, "w");
+	if (!r || !f)
+		die("--trace: %s: %s", path, strerror(errno));
+	n = sched_trace_read(sd, &pos, r, SCHED_TRACE_MAX);
+	fprintf(f, "# bench/sim %s run %u: %s on %s, seed %llu;", o->exp_name, runs,
+		sched_policy_name(pol), dev, (unsigned long long)o->seed);
+	for (const struct sched_tunable_desc *d = sched_tunables(pol); d->name; d++) {
+		int64_t v;
+
+		if (sched_tunable_get(sd, d->name, &v) == 0)
+			fprintf(f, " %s=%lld", d->name, (long long)v);
+	}
+	fprintf(f, "\n# %zu records kept, %llu written, %llu overwritten\n", n,
+		(unsigned long long)sched_trace_total(sd),
+		(unsigned long long)(sched_trace_total(sd) - n));
+	fputs("# time_s event queue kind group detail\n", f);
+	for (size_t i = 0; i < n; i++) {
+		sched_trace_detail(&r[i], detail, sizeof(detail));
+		fprintf(f, "%llu.%09llu %s %llu %s %u%s\n",
+			(unsigned long long)(r[i].time / 1000000000u),
+			(unsigned long long)(r[i].time % 1000000000u),
+			sched_trace_event_name(r[i].event), (unsigned long long)r[i].queue_key,
+			r[i].sync ? "sync" : "async", r[i].group, detail);
+	}
+	if (fclose(f) != 0)
+		die("--trace: %s: %s", path, strerror(errno));
+	free(r);
+	sim_destroy(s);
 }
 
 static struct sim *mk_sim_place(const struct opts *o, enum sched_policy pol, const char *dev,
@@ -459,7 +515,7 @@ static int exp_seqread_threads(const struct opts *o)
 			await_sum += tot.await_ms;
 			if (procs_max_lat(s, 0, n) > lmax)
 				lmax = procs_max_lat(s, 0, n);
-			sim_destroy(s);
+			sim_done(o, s, dev);
 		}
 		tab_put(&t, c, "Mean avgqz", 2, qsum / SEQ_THREADS_N);
 		tab_put(&t, c, "Mean await ms (= r_await)", 2, await_sum / SEQ_THREADS_N);
@@ -551,7 +607,7 @@ static int exp_low_latency(const struct opts *o)
 				snprintf(label, sizeof(label), "32 %s readers queue switches/s", kind);
 				tab_put(&t, c, label, 1, (double)tot.switches / secs);
 			}
-			sim_destroy(s);
+			sim_done(o, s, dev);
 		}
 	}
 	tab_print(&t);
@@ -660,7 +716,7 @@ static int exp_fsync_small_files(const struct opts *o)
 		tab_put(&t, c, "Mean file time ms (write..fsync)", 2, tn ? tsum / (double)tn / 1e6 : 0);
 		tab_put(&t, c, "Worst thread p99 file time ms", 2, ms_of(p99));
 		tab_put(&t, c, "IOPS group mode (1 = yes)", -1, info.iops_mode ? 1 : 0);
-		sim_destroy(s);
+		sim_done(o, s, dev);
 	}
 	tab_print(&t);
 	tab_csv(&t, o->csv_dir);
@@ -735,7 +791,7 @@ static int exp_depth(const struct opts *o)
 		tab_put(&t, c, "await ms", 2, tot.await_ms);
 		if (cols[c].pol == SCHED_POLICY_CFQ)
 			tab_put(&t, c, "CFQ hw_tag (-1 unknown, 1 deep)", -1, info.hw_tag);
-		sim_destroy(s);
+		sim_done(o, s, dev);
 	}
 	tab_print(&t);
 	tab_csv(&t, o->csv_dir);
@@ -828,7 +884,7 @@ static void interactive_run(const struct opts *o, enum sched_policy pol, const c
 					    KIB
 				  : 0.0;
 	}
-	sim_destroy(s);
+	sim_done(o, s, dev);
 }
 
 static int exp_interactive(const struct opts *o)
@@ -931,7 +987,7 @@ static int exp_weights(const struct opts *o)
 			tab_put(&t, c, "Max error vs weight, % of ideal", 2, worst[c]);
 			tab_put(&t, c, "Aggregate MB/s", 2,
 				(double)sum / (secs - warm) / 1e6);
-			sim_destroy(s);
+			sim_done(o, s, devs[d]);
 		}
 	}
 	tab_print(&t);
@@ -1053,7 +1109,7 @@ static double coop_run(const struct opts *o, const struct cfgcol *cc, const char
 	run_to(s, ns_of(secs));
 	sim_get_totals(s, &tot);
 	mbs = tot.throughput / 1e6;
-	sim_destroy(s);
+	sim_done(o, s, dev);
 	return mbs;
 }
 
@@ -1187,6 +1243,9 @@ static void usage(FILE *f)
 "    --csv DIR          also write DIR/EXPERIMENT.csv: a header \"metric,<columns>\" and one\n"
 "                       line per table row (empty cell: not measured); DIR must exist\n"
 "    --check            run sched_check() after every simulation step (slow; for debugging)\n"
+"    --trace DIR        write each run's scheduler decisions (the newest 65536: queue,\n"
+"                       dispatch, complete, activate, slice, expire, idle, preempt, ...;\n"
+"                       README, .cfqfs/trace) to DIR/EXPERIMENT-N.trace; DIR must exist\n"
 "    --list             list the experiments and exit\n"
 "    -h, --help         this text\n"
 "\n"
@@ -1222,6 +1281,7 @@ int main(int argc, char **argv)
 		{"device", required_argument, NULL, 'd'}, {"duration", required_argument, NULL, 't'},
 		{"quick", no_argument, NULL, 'q'},	{"csv", required_argument, NULL, 'c'},
 		{"check", no_argument, NULL, 'k'},	{"list", no_argument, NULL, 'l'},
+		{"trace", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},	{NULL, 0, NULL, 0},
 	};
 	struct opts o = {.seed = 1};
@@ -1264,6 +1324,11 @@ int main(int argc, char **argv)
 		case 'k':
 			o.check = true;
 			break;
+		case 'T':
+			if (stat(optarg, &sb) != 0 || !S_ISDIR(sb.st_mode))
+				die("--trace: %s is not a directory", optarg);
+			o.trace_dir = optarg;
+			break;
 		case 'l':
 			for (size_t i = 0; i < NR_EXPERIMENTS; i++)
 				printf("%-18s %s\n", experiments[i].name, experiments[i].what);
@@ -1295,6 +1360,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NR_EXPERIMENTS; i++) {
 		if (!run[i])
 			continue;
+		o.exp_name = experiments[i].name;
 		experiments[i].run(&o);
 		fflush(stdout);
 	}

@@ -36,6 +36,8 @@ const char cli_usage_text[] =
 	"  cfqfs set MOUNTPOINT [--ctl-dir NAME] KEY=VALUE...\n"
 	"                        scheduler=noop|deadline|cfq   switch the scheduler live\n"
 	"                        TUNABLE=N                     e.g. slice_idle=0, quantum=4\n"
+	"                        trace=N                       keep the last N scheduler decisions\n"
+	"                                                      in .cfqfs/trace (0 stops)\n"
 	"                        weight:GROUP=N                group weight 10..1000, GROUP as\n"
 	"                                                      in io.stat (\"/tenants/a\", \"uid:1000\")\n"
 	"                        keys apply in order; the first refused one stops (exit 1)\n"

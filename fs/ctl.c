@@ -44,6 +44,7 @@ enum kind {
 	K_GROUP_WEIGHT, /* arg: scheduler group id */
 	K_GROUP_IOSTAT, /* arg: scheduler group id */
 	K_GROUP_PROCS,	/* arg: scheduler group id */
+	K_TRACE,
 	K_MAX
 };
 
@@ -76,7 +77,7 @@ static bool kind_is_dir(enum kind k)
 
 static bool kind_is_writable(enum kind k)
 {
-	return k == K_SCHEDULER || k == K_TUNABLE || k == K_GROUP_WEIGHT;
+	return k == K_SCHEDULER || k == K_TUNABLE || k == K_GROUP_WEIGHT || k == K_TRACE;
 }
 
 /* Fixed children of the control root and of each group directory. */
@@ -87,7 +88,7 @@ struct child {
 static const struct child root_children[] = {
 	{ "scheduler", K_SCHEDULER }, { "iosched", K_IOSCHED_DIR }, { "io.stat", K_IOSTAT },
 	{ "queues", K_QUEUES },	      { "metrics", K_METRICS },	    { "stat.json", K_JSON },
-	{ "groups", K_GROUPS_DIR },
+	{ "groups", K_GROUPS_DIR },   { "trace", K_TRACE },
 };
 static const struct child group_children[] = {
 	{ "weight", K_GROUP_WEIGHT },
@@ -403,6 +404,7 @@ struct snap_queue {
 };
 
 #define SNAP_QUEUES 1u /* also copy every live queue */
+#define SNAP_TRACE 2u  /* also copy the decision trace */
 
 struct snap {
 	unsigned flags;		 /* SNAP_* */
@@ -417,6 +419,10 @@ struct snap {
 	size_t ng;		 /* [count] */
 	struct snap_queue *q;	 /* deterministic order (sched_foreach_queue) */
 	size_t nq, capq;	 /* [count] */
+	struct sched_trace_rec *tr; /* oldest first */
+	size_t ntr;		 /* [records] */
+	uint32_t tr_cap;	 /* [records] ring size, 0 = off */
+	uint64_t tr_total;	 /* [records] written since the trace was (re)started */
 	bool oom;		 /* an allocation under the lock failed */
 };
 
@@ -426,6 +432,7 @@ static void snap_free(struct snap *s)
 		free(s->g[i].name);
 	free(s->g);
 	free(s->q);
+	free(s->tr);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -517,6 +524,17 @@ static int copy_sched(void *arg, struct sched *sd)
 		s->g[i].valid = sched_group_stats(sd, s->g[i].id, &s->g[i].st) == 0;
 	if (s->flags & SNAP_QUEUES)
 		sched_foreach_queue(sd, copy_queue, s);
+	if (s->flags & SNAP_TRACE) {
+		uint64_t pos = 0;
+
+		s->tr_cap = sched_trace_capacity(sd);
+		s->tr_total = sched_trace_total(sd);
+		s->tr = s->tr_cap ? malloc((size_t)s->tr_cap * sizeof(*s->tr)) : NULL;
+		if (s->tr_cap && !s->tr)
+			s->oom = true;
+		else
+			s->ntr = sched_trace_read(sd, &pos, s->tr, s->tr_cap);
+	}
 	return s->oom ? -ENOMEM : 0;
 }
 
@@ -701,6 +719,36 @@ static void gen_queues(struct sbuf *b, const struct snap *s)
 			  us(sched_hist_percentile(&q->st.latency, 500)),
 			  us(sched_hist_percentile(&q->st.latency, 990)),
 			  q->idle_window ? "on" : "off", q->seeky ? "yes" : "no");
+	}
+}
+
+static void gen_trace(struct sbuf *b, const struct snap *s)
+{
+	if (!s->tr_cap) {
+		sb_printf(b, "# trace off: write a record count (1..%u) to this file to start it\n",
+			  SCHED_TRACE_MAX);
+		return;
+	}
+	sb_printf(b, "# %" PRIu32 " records kept, %" PRIu64 " written since started, %" PRIu64
+		     " overwritten\n",
+		  s->tr_cap, s->tr_total, s->tr_total - s->ntr);
+	sb_puts(b, "# time_s event queue kind group detail\n");
+	for (size_t i = 0; i < s->ntr; i++) {
+		const struct sched_trace_rec *r = &s->tr[i];
+		char grp[PATH_MAX], detail[128];
+
+		sb_printf(b, "%" PRIu64 ".%09" PRIu64 " %s ", r->time / 1000000000u,
+			  r->time % 1000000000u, sched_trace_event_name(r->event));
+		if (r->event == SCHED_TR_SWITCH) {
+			sb_puts(b, "- - -");
+		} else {
+			group_label(s, r->group, grp, sizeof(grp));
+			sb_printf(b, "%" PRIu64 " %s ", r->queue_key, r->sync ? "sync" : "async");
+			sb_field(b, grp);
+		}
+		sched_trace_detail(r, detail, sizeof(detail));
+		sb_puts(b, detail);
+		sb_putc(b, '\n');
 	}
 }
 
@@ -985,7 +1033,9 @@ static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 	struct snap s;
 	int rc;
 
-	rc = snap_take(c, &s, (k == K_QUEUES || k == K_METRICS || k == K_JSON) ? SNAP_QUEUES : 0);
+	rc = snap_take(c, &s, (k == K_QUEUES || k == K_METRICS || k == K_JSON) ? SNAP_QUEUES
+			      : k == K_TRACE					? SNAP_TRACE
+										: 0);
 	if (rc)
 		return rc;
 	switch (k) {
@@ -1013,6 +1063,9 @@ static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 		break;
 	case K_JSON:
 		gen_json(b, c, &s);
+		break;
+	case K_TRACE:
+		gen_trace(b, &s);
 		break;
 	case K_GROUP_WEIGHT:
 	case K_GROUP_IOSTAT:
@@ -1151,6 +1204,8 @@ int ctl_parse_set_arg(const char *arg, char *file, size_t size, const char **val
 	*value = eq + 1;
 	if (kl == 9 && !memcmp(arg, "scheduler", 9))
 		return join3(file, size, "", arg, kl, "") ? CTL_SET_SCHEDULER : -ENAMETOOLONG;
+	if (kl == 5 && !memcmp(arg, "trace", 5))
+		return join3(file, size, "", arg, kl, "") ? CTL_SET_TRACE : -ENAMETOOLONG;
 	return join3(file, size, "iosched/", arg, kl, "") ? CTL_SET_TUNABLE : -ENAMETOOLONG;
 }
 
@@ -1182,6 +1237,17 @@ static int do_tunable(void *arg, struct sched *sd)
 	if (rc)
 		return rc; /* not a tunable of the active policy (switched since open) */
 	return sched_tunable_set(sd, a->name, a->value);
+}
+
+struct trace_args {
+	int64_t records;
+};
+
+static int do_trace(void *arg, struct sched *sd)
+{
+	struct trace_args *a = arg;
+
+	return sched_trace_resize(sd, a->records);
 }
 
 static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf, size_t size)
@@ -1234,6 +1300,18 @@ static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf
 		if (rc == 0)
 			LOG_INFO("control: group %s weight = %" PRIu32, g->name, w);
 		snap_free(&s);
+		return rc;
+	}
+	case K_TRACE: {
+		struct trace_args a;
+
+		rc = ctl_parse_value(buf, size, &v);
+		if (rc)
+			return rc;
+		a.records = v;
+		rc = exec_with_sched(c->ex, do_trace, &a);
+		if (rc == 0)
+			LOG_INFO("control: trace %s (%" PRId64 " records)", v ? "started" : "off", v);
 		return rc;
 	}
 	default:

@@ -9,6 +9,8 @@
  *     queues                    one row per live queue (header line first)
  *     metrics                   Prometheus text exposition format 0.0.4
  *     stat.json                 everything above as one JSON document
+ *     trace                     the scheduler's decision trace (sched_trace_*), one record per
+ *                               line; write a ring size (0 = off, the default) to start it (rw)
  *     groups/<dir>/weight       the group's weight, 10..1000 (rw)
  *     groups/<dir>/io.stat      the group's io.stat line
  *     groups/<dir>/procs        processes classified into the group in the last CTL_PROCS_WINDOW
@@ -146,6 +148,7 @@ enum ctl_set_kind {
 	CTL_SET_SCHEDULER, /* "scheduler=NAME" -> "scheduler" */
 	CTL_SET_TUNABLE,   /* "TUNABLE=N" (TUNABLE of [a-z0-9_]) -> "iosched/TUNABLE" */
 	CTL_SET_WEIGHT,	   /* "weight:GROUP=N" (GROUP up to the last '=') -> "groups/DIR/weight" */
+	CTL_SET_TRACE,	   /* "trace=N" -> "trace" */
 };
 /* Room for the longest file ctl_parse_set_arg names: "groups/" + NAME_MAX + "/weight". */
 #define CTL_SET_FILE_MAX (NAME_MAX + 16)

@@ -616,6 +616,7 @@ void sched_destroy(struct sched *sd)
 		free(sd->groups[i]);
 	free(sd->groups);
 	free(sd->hash);
+	free(sd->trace);
 	free(sd);
 }
 
@@ -808,6 +809,7 @@ int sched_enqueue(struct sched *sd, struct sched_rq *rq, sched_ns now)
 {
 	struct sched_group *g;
 	struct sched_queue *q;
+	uint64_t trace_seq;
 	uint8_t level;
 	bool sync;
 
@@ -841,7 +843,12 @@ int sched_enqueue(struct sched *sd, struct sched_rq *rq, sched_ns now)
 	sd->nr_queued++;
 	q->nr_queued++;
 	g->stats.queued++;
+	/* recorded before the policy acts (a preemption follows its cause); merged set after */
+	trace_seq = sd->trace_seq;
+	sched__trace(sd, now, SCHED_TR_QUEUE, q, (int64_t)rq->offset, (int64_t)rq->len, 0);
 	sd->ops->enqueue(sd, q, rq, now);
+	if (sd->trace && sd->trace_seq - trace_seq <= sd->trace_mask)
+		sd->trace[trace_seq & sd->trace_mask].flag = rq->merge_prev || rq->nr_merged;
 	paranoid_check(sd);
 	return 0;
 }
@@ -887,6 +894,8 @@ struct sched_rq *sched_dispatch(struct sched *sd, sched_ns now)
 	if (rq) {
 		assert(RQ_STATE(rq) == RQ_ST_QUEUED);
 		account_dispatch(sd, rq, now);
+		sched__trace(sd, now, SCHED_TR_DISPATCH, rq->owner, (int64_t)rq->offset,
+			     (int64_t)rq->merged_len, 0);
 	}
 	paranoid_check(sd);
 	return rq;
@@ -905,6 +914,7 @@ void sched_complete(struct sched *sd, struct sched_rq *rq, int error, sched_ns n
 
 	assert(RQ_STATE(rq) == RQ_ST_DISPATCHED);
 	sd->now_hint = now;
+	sched__trace(sd, now, SCHED_TR_COMPLETE, q, (int64_t)svc, error, 0);
 	if (RQ_GEN(rq) == (sd->gen & RQ_GEN_MASK))
 		sd->ops->complete(sd, rq, now);
 	q->stats.service_time += svc;
@@ -943,6 +953,7 @@ int sched_cancel(struct sched *sd, struct sched_rq *rq, sched_ns now)
 	}
 	q = rq->owner;
 	sd->now_hint = now;
+	sched__trace(sd, now, SCHED_TR_CANCEL, q, (int64_t)rq->offset, (int64_t)rq->len, 0);
 	if (RQ_STATE(rq) == RQ_ST_MERGED) {
 		struct sched_rq *h = rq->merge_prev, *prev = rq->merge_prev, *next = rq->merge_next;
 
@@ -1052,6 +1063,7 @@ int sched_switch(struct sched *sd, enum sched_policy policy, sched_ns now)
 		}
 	}
 	all = sort_by_seq(all);
+	sched__trace(sd, now, SCHED_TR_SWITCH, NULL, (int64_t)policy, 0, 0);
 	sd->policy = policy;
 	sd->ops = ops_table[policy];
 	sd->gen = (sd->gen + 1) & RQ_GEN_MASK;
@@ -1199,6 +1211,144 @@ int sched__check_chain(const struct sched_rq *h, const struct sched_queue *q, si
 		FAIL("rq seq %llu: stale merge_tail", (unsigned long long)h->seq);
 	*nreq += 1 + n;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Decision trace */
+
+static const char *const trace_names[SCHED_TR_COUNT] = {
+	[SCHED_TR_QUEUE] = "queue",	  [SCHED_TR_DISPATCH] = "dispatch",
+	[SCHED_TR_COMPLETE] = "complete", [SCHED_TR_CANCEL] = "cancel",
+	[SCHED_TR_ACTIVATE] = "activate", [SCHED_TR_SLICE] = "slice",
+	[SCHED_TR_EXPIRE] = "expire",	  [SCHED_TR_IDLE] = "idle",
+	[SCHED_TR_IDLE_END] = "idle_end", [SCHED_TR_PREEMPT] = "preempt",
+	[SCHED_TR_COOP] = "coop",	  [SCHED_TR_WAIT_OVER] = "wait_over",
+	[SCHED_TR_SWITCH] = "switch",
+};
+
+const char *sched_trace_event_name(unsigned event)
+{
+	return event < SCHED_TR_COUNT ? trace_names[event] : "?";
+}
+
+int sched_trace_resize(struct sched *sd, int64_t records)
+{
+	struct sched_trace_rec *ring = NULL;
+	uint64_t size = 1;
+
+	if (records < 0 || records > SCHED_TRACE_MAX)
+		return -EINVAL;
+	if (records) {
+		while (size < (uint64_t)records)
+			size <<= 1;
+		ring = calloc(size, sizeof(*ring));
+		if (!ring)
+			return -ENOMEM;
+	}
+	free(sd->trace);
+	sd->trace = ring;
+	sd->trace_mask = ring ? size - 1 : 0;
+	sd->trace_seq = 0;
+	return 0;
+}
+
+uint32_t sched_trace_capacity(const struct sched *sd)
+{
+	return sd->trace ? (uint32_t)(sd->trace_mask + 1) : 0;
+}
+
+uint64_t sched_trace_total(const struct sched *sd)
+{
+	return sd->trace_seq;
+}
+
+void sched__trace_add(struct sched *sd, sched_ns now, enum sched_trace_event ev,
+		      const struct sched_queue *q, int64_t a, int64_t b, uint8_t flag)
+{
+	struct sched_trace_rec *r = &sd->trace[sd->trace_seq++ & sd->trace_mask];
+
+	r->time = now;
+	r->queue_key = q ? q->key : 0;
+	r->group = q ? q->g->id : 0;
+	r->sync = q ? q->sync : 0;
+	r->event = (uint8_t)ev;
+	r->flag = flag;
+	r->a = a;
+	r->b = b;
+}
+
+/* " KEY=N.NNNms" for a time [ns] (negative times do not occur in records). */
+static int fmt_ms(char *buf, size_t size, const char *key, int64_t ns)
+{
+	return snprintf(buf, size, " %s=%lld.%03lldms", key, (long long)(ns / 1000000),
+			(long long)((ns / 1000) % 1000));
+}
+
+int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size)
+{
+	static const char *const wl_class[] = { "be", "rt", "idle" };
+	static const char *const wl_type[] = { "async", "sync-noidle", "sync" };
+	long long a = (long long)r->a, b = (long long)r->b;
+	int n;
+
+	switch (r->event) {
+	case SCHED_TR_QUEUE:
+	case SCHED_TR_CANCEL:
+		return snprintf(buf, size, " off=%lld len=%lld%s", a, b, r->flag ? " merged" : "");
+	case SCHED_TR_DISPATCH:
+		return snprintf(buf, size, " off=%lld len=%lld", a, b);
+	case SCHED_TR_COMPLETE:
+		n = fmt_ms(buf, size, "service", r->a);
+		if (b && n >= 0 && (size_t)n < size)
+			n += snprintf(buf + n, size - (size_t)n, " error=%lld", b);
+		return n;
+	case SCHED_TR_ACTIVATE:
+		return snprintf(buf, size, " class=%s type=%s", a >= 0 && a < 3 ? wl_class[a] : "?",
+				b >= 0 && b < 3 ? wl_type[b] : "?");
+	case SCHED_TR_SLICE:
+		return fmt_ms(buf, size, "slice", r->a);
+	case SCHED_TR_EXPIRE:
+		n = snprintf(buf, size, " dispatched=%lld", a);
+		if (n >= 0 && (size_t)n < size)
+			n += fmt_ms(buf + n, size - (size_t)n, "slice", r->b);
+		if (r->flag && n >= 0 && (size_t)n < size)
+			n += snprintf(buf + n, size - (size_t)n, " rest_kept");
+		return n;
+	case SCHED_TR_IDLE:
+		n = fmt_ms(buf, size, "window", r->a);
+		if (r->flag && n >= 0 && (size_t)n < size)
+			n += snprintf(buf + n, size - (size_t)n, " group_idle");
+		return n;
+	case SCHED_TR_PREEMPT:
+		return snprintf(buf, size, " preempted=%lld", a);
+	case SCHED_TR_COOP:
+		return snprintf(buf, size, " to=%lld", a);
+	case SCHED_TR_SWITCH:
+		return snprintf(buf, size, " policy=%s",
+				policy_valid((enum sched_policy)a) ? sched_policy_name((enum sched_policy)a)
+								   : "?");
+	default:
+		if (size)
+			buf[0] = '\0';
+		return 0;
+	}
+}
+
+size_t sched_trace_read(const struct sched *sd, uint64_t *pos, struct sched_trace_rec *out,
+			size_t max)
+{
+	uint64_t oldest, p = *pos;
+	size_t n = 0;
+
+	if (!sd->trace)
+		return 0;
+	oldest = sd->trace_seq > sd->trace_mask + 1 ? sd->trace_seq - (sd->trace_mask + 1) : 0;
+	if (p < oldest)
+		p = oldest;
+	for (; p < sd->trace_seq && n < max; p++)
+		out[n++] = sd->trace[p & sd->trace_mask];
+	*pos = p;
+	return n;
 }
 
 int sched_check(const struct sched *sd, char *buf, size_t buflen)

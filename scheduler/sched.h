@@ -336,6 +336,78 @@ struct sched_info {
 };
 void sched_get_info(const struct sched *sd, struct sched_info *out);
 
+/* ---------------------------------------------------------------------------------------- */
+/* Decision trace */
+
+/*
+ * A ring of the core's recent decisions, for seeing why a request waited (what blktrace's
+ * "cfq" messages show for the kernel). Off until sched_trace_resize() gives it a size; while
+ * off each trace point costs one predictable branch. Recording never allocates and never
+ * changes a decision. Records are in decision order; a record's time is the `now` of the call
+ * that made it, except that a timer found overdue fires at its due time, see sched_next_event(),
+ * and is recorded then, which may be earlier than the record before it. Fields per event:
+ */
+enum sched_trace_event {
+	SCHED_TR_QUEUE,	    /* request queued: a = offset [bytes], b = len [bytes]; flag 1 if it
+			       was merged into (or absorbed) a queued request */
+	SCHED_TR_DISPATCH,  /* chain head dispatched: a = offset, b = merged_len [bytes] */
+	SCHED_TR_COMPLETE,  /* a = service time [ns], b = error (0 or -errno) */
+	SCHED_TR_CANCEL,    /* queued request withdrawn: a = offset, b = len */
+	SCHED_TR_ACTIVATE,  /* CFQ: queue made active: a = workload class (0 BE, 1 RT, 2 IDLE),
+			       b = workload type (0 async, 1 sync-noidle, 2 sync) */
+	SCHED_TR_SLICE,	    /* CFQ: the active queue's slice starts: a = length [ns] */
+	SCHED_TR_EXPIRE,    /* CFQ: slice over: a = I/Os dispatched in it, b = slice [ns];
+			       flag 1 if what is left of it is kept (timed out or preempted) */
+	SCHED_TR_IDLE,	    /* CFQ: idling for the active queue: a = window [ns]; flag 1 for
+			       group_idle (waiting for the group, not the queue) */
+	SCHED_TR_IDLE_END,  /* CFQ: the idle window ended with no request */
+	SCHED_TR_PREEMPT,   /* CFQ: this queue preempts the active one: a = its key */
+	SCHED_TR_COOP,	    /* CFQ: the active queue hands its slice to a close cooperator:
+			       a = the cooperator's key */
+	SCHED_TR_WAIT_OVER, /* CFQ: waiting for the queue's in-flight I/O gave up after
+			       fifo_expire_sync without progress */
+	SCHED_TR_SWITCH,    /* policy switched: a = enum sched_policy (no queue) */
+	SCHED_TR_COUNT
+};
+
+struct sched_trace_rec {
+	sched_ns time;	    /* [ns] when it happened (see above) */
+	uint64_t queue_key; /* the queue it is about; 0 for none */
+	int64_t a, b;	    /* see enum sched_trace_event */
+	uint32_t group;	    /* the queue's group */
+	uint8_t event;	    /* enum sched_trace_event */
+	uint8_t sync;	    /* 1 if the queue is a sync queue */
+	uint8_t flag;	    /* see enum sched_trace_event */
+};
+
+#define SCHED_TRACE_MAX (1u << 16) /* [records] largest ring */
+
+/*
+ * Turns the trace on with room for `records` (rounded up to a power of two, at most
+ * SCHED_TRACE_MAX) or, with 0, off. Either way the ring starts empty. Returns 0, -EINVAL
+ * for a negative size or one over the maximum, or -ENOMEM (nothing changed either way).
+ */
+int sched_trace_resize(struct sched *sd, int64_t records);
+/* The ring's size [records], 0 when off. */
+uint32_t sched_trace_capacity(const struct sched *sd);
+/* Records written since the trace was (re)started; the newest has sequence total - 1. */
+uint64_t sched_trace_total(const struct sched *sd);
+/*
+ * Copies up to `max` records, oldest first, starting with sequence number *pos (or the
+ * oldest still kept, if *pos was overwritten). Sets *pos past the last copied and returns
+ * how many were copied. Cannot fail.
+ */
+size_t sched_trace_read(const struct sched *sd, uint64_t *pos, struct sched_trace_rec *out,
+			size_t max);
+/* "queue", "dispatch", ...; "?" for an unknown event. */
+const char *sched_trace_event_name(unsigned event);
+/*
+ * The record's event-specific fields as text, each with a leading space (" off=0 len=4096",
+ * " service=0.172ms", " class=be type=sync", ...; "" when it has none), into buf, always
+ * NUL-terminated when size > 0. Returns what snprintf() would: the length it needed.
+ */
+int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size);
+
 /*
  * Invariant checker: walks every structure and returns 0, or -EFAULT after describing the
  * first broken invariant into buf (if non-NULL). O(n). The simulation tests call it after

@@ -59,14 +59,6 @@
 
 #define TUN(sd, i) ((sd)->tun[SCHED_POLICY_CFQ][(i)])
 
-/* Debug trace: compiled out unless built with -DSCHED_TRACE. */
-#ifdef SCHED_TRACE
-#define cfq_log(now, fmt, ...)                                                       \
-	fprintf(stderr, "%10.3f ms cfq: " fmt "\n", (double)(now) / 1e6, __VA_ARGS__)
-#else
-#define cfq_log(now, fmt, ...) ((void)(now))
-#endif
-
 /* mark/clear/test helpers for cfqq flags (kernel CFQ_CFQQ_FNS style) */
 #define CFQQ_FNS(name, bit)                                                        \
 	static inline void cfqq_mark_##name(struct sched_queue *q)                 \
@@ -632,13 +624,14 @@ static sched_ns scaled_slice(const struct sched *sd, struct sched_queue *q)
 	return slice;
 }
 
-static void set_prio_slice(const struct sched *sd, struct sched_queue *q, sched_ns now)
+static void set_prio_slice(struct sched *sd, struct sched_queue *q, sched_ns now)
 {
 	sched_ns slice = scaled_slice(sd, q);
 
 	q->cfq.slice_start = now;
 	q->cfq.slice_end = now + slice;
 	q->cfq.allocated_slice = slice;
+	sched__trace(sd, now, SCHED_TR_SLICE, q, (int64_t)slice, 0, 0);
 }
 
 /*
@@ -730,8 +723,8 @@ static void slice_expired(struct sched *sd, bool timed_out, sched_ns now)
 		else
 			cq->slice_resid = (int64_t)(cq->slice_end - now);
 	}
-	cfq_log(now, "expire q %llu timed_out %d dispatched %u slice %llu", (unsigned long long)q->key,
-		timed_out, cq->slice_dispatch, (unsigned long long)cq->allocated_slice);
+	sched__trace(sd, now, SCHED_TR_EXPIRE, q, cq->slice_dispatch, (int64_t)cq->allocated_slice,
+		     timed_out);
 	group_served(sd, q->g, q, now);
 	if (cq->st && cq->queued == 0)
 		del_rr(sd, q);
@@ -847,6 +840,7 @@ static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns n
 	del_timer(sd, now);
 	q->stats.slices++;
 	q->g->stats.slices++;
+	sched__trace(sd, now, SCHED_TR_ACTIVATE, q, q_class(q), q_type(q), 0);
 }
 
 static bool should_idle(const struct sched *sd, const struct sched_queue *q)
@@ -876,7 +870,7 @@ static bool wait_for_inflight(struct sched *sd, sched_ns now)
 	sched_ns until = cd->active_progress + (sched_ns)TUN(sd, CFQ_T_FIFO_EXPIRE_SYNC);
 
 	if (!sched_time_before(now, until)) {
-		cfq_log(now, "in-flight wait on q %llu over: expire", (unsigned long long)cd->active->key);
+		sched__trace(sd, now, SCHED_TR_WAIT_OVER, cd->active, 0, 0, 0);
 		return false;
 	}
 	cd->inflight_wait = until;
@@ -896,8 +890,7 @@ static void hand_over_slice(struct sched *sd, struct sched_queue *q, struct sche
 	bool started = !cfqq_slice_new(q);
 	sched_ns end = q->cfq.slice_end;
 
-	cfq_log(now, "q %llu: close cooperator q %llu", (unsigned long long)q->key,
-		(unsigned long long)nq->key);
+	sched__trace(sd, now, SCHED_TR_COOP, q, (int64_t)nq->key, 0, 0);
 	slice_expired(sd, false, now);
 	set_active_queue(sd, nq, now);
 	cfqq_clear_slice_new(nq);
@@ -905,6 +898,7 @@ static void hand_over_slice(struct sched *sd, struct sched_queue *q, struct sche
 		nq->cfq.slice_start = now;
 		nq->cfq.slice_end = end;
 		nq->cfq.allocated_slice = end - now;
+		sched__trace(sd, now, SCHED_TR_SLICE, nq, (int64_t)(end - now), 0, 0);
 	} else {
 		set_prio_slice(sd, nq, now);
 	}
@@ -977,8 +971,6 @@ new_queue:
 	if (sd->rotational)
 		nq = chain_first(sd, nq);
 	set_active_queue(sd, nq, now);
-	cfq_log(now, "activate q %llu g %u class %d type %d", (unsigned long long)cd->active->key,
-		cd->active->g->id, cd->wl_class, cd->wl_type);
 	return cd->active;
 }
 
@@ -1088,11 +1080,12 @@ static void dispatch_insert(struct sched *sd, struct sched_queue *q, struct sche
 	}
 }
 
-static void idle_timer_fire(struct sched *sd, sched_ns now)
+static __attribute__((noinline)) void idle_timer_fire(struct sched *sd, sched_ns now)
 {
 	struct cfq_data *cd = &sd->cfq;
 	struct sched_queue *q = cd->active;
 
+	sched__trace(sd, now, SCHED_TR_IDLE_END, q, 0, 0, 0);
 	del_timer(sd, now);
 	if (q) {
 		cfqq_clear_wait_request(q);
@@ -1297,7 +1290,7 @@ static void preempt_queue(struct sched *sd, struct sched_queue *q, sched_ns now)
 {
 	int old_type = q_type(sd->cfq.active), old_class = q_class(sd->cfq.active);
 
-	cfq_log(now, "preempt by q %llu", (unsigned long long)q->key);
+	sched__trace(sd, now, SCHED_TR_PREEMPT, q, (int64_t)sd->cfq.active->key, 0, 0);
 	slice_expired(sd, true, now);
 	/*
 	 * A preemption across workload types must not resume the saved workload slice, or no
@@ -1470,9 +1463,9 @@ static void arm_slice_timer(struct sched *sd, sched_ns now)
 	if (group_idle &&
 	    (q->g->cfq.nr_cfqq > 1 || (q->cfq.st && thinktime_big(sd, &q->cfq.st->ttime, true))))
 		return;
-	cfq_log(now, "idle q %llu group_idle %d", (unsigned long long)q->key, group_idle != 0);
 	cfqq_mark_wait_request(q);
 	sl = group_idle ? group_idle : (sched_ns)TUN(sd, CFQ_T_SLICE_IDLE);
+	sched__trace(sd, now, SCHED_TR_IDLE, q, (int64_t)sl, 0, group_idle != 0);
 	cd->idle_timer = now + sl;
 	cd->idle_start = now;
 }

@@ -474,6 +474,11 @@ struct sched {
 	 * context keeps such a hint for the same reason). Any queue object; cleared when freed. */
 	struct sched_queue *lookup_hint;
 	struct sched_list all_queues;  /* every allocated queue */
+	/* decision trace: ring of trace_mask + 1 records, NULL when off; trace_seq records
+	 * written since it was (re)started */
+	struct sched_trace_rec *trace;
+	uint64_t trace_mask;
+	uint64_t trace_seq;
 	struct cfq_data cfq;
 	struct dl_data dl;
 	struct noop_data noop;
@@ -506,6 +511,17 @@ void sched__rq_replace(struct sched_tree *tree, struct sched_rq *old, struct sch
 /* Checks a chain head and its members; adds the number of requests to *nreq. */
 int sched__check_chain(const struct sched_rq *h, const struct sched_queue *q, size_t *nreq,
 		       char *buf, size_t buflen);
+
+/* Appends a record (sd->trace != NULL); q may be NULL. Use sched__trace(). */
+void sched__trace_add(struct sched *sd, sched_ns now, enum sched_trace_event ev,
+		      const struct sched_queue *q, int64_t a, int64_t b, uint8_t flag)
+	__attribute__((cold));
+static inline void sched__trace(struct sched *sd, sched_ns now, enum sched_trace_event ev,
+				const struct sched_queue *q, int64_t a, int64_t b, uint8_t flag)
+{
+	if (__builtin_expect(sd->trace != NULL, 0))
+		sched__trace_add(sd, now, ev, q, a, b, flag);
+}
 
 /* sched_fq.c: group fair queueing. */
 #define SCHED_FQ_SHIFT 12 /* 1.0 in vfraction == 1 << 12 */

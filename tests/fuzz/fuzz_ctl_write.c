@@ -20,7 +20,9 @@
  * policy name exactly; sign and digits only), the value is in range, and a failure leaves the
  * out-parameter unchanged; ctl_parse_set_arg names only files the control directory has; a
  * tunable set succeeds exactly when sched_tunable_validate() says the value is valid for the
- * active policy, and reads back (or stays unchanged on failure); a weight set reads back.
+ * active policy, and reads back (or stays unchanged on failure); a weight set reads back; a
+ * "trace=N" argument sizes the decision trace exactly when N is in 0..SCHED_TRACE_MAX, and
+ * once on, the trace records every later step (which sched_check() then runs alongside).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -234,6 +236,30 @@ static void write_weight(struct state *st, uint32_t g, const char *buf, size_t l
 	check(st, "sched_group_set_weight");
 }
 
+/* .cfqfs/trace: a record count; the ring is then that size rounded up, empty, or off. */
+static void write_trace(struct state *st, const char *buf, size_t len)
+{
+	int64_t v = 0;
+	uint32_t before = sched_trace_capacity(st->sd), want = 0;
+	int rc;
+
+	if (ctl_parse_value(buf, len, &v) != 0)
+		return;
+	rc = sched_trace_resize(st->sd, v);
+	if (v < 0 || v > SCHED_TRACE_MAX) {
+		if (rc != -EINVAL || sched_trace_capacity(st->sd) != before)
+			abort(); /* a bad size accepted, or something changed */
+		return;
+	}
+	if (rc == -ENOMEM)
+		return;
+	while (v && want < v)
+		want = want ? want << 1 : 1;
+	if (rc != 0 || sched_trace_capacity(st->sd) != want || sched_trace_total(st->sd) != 0)
+		abort();
+	check(st, "sched_trace_resize");
+}
+
 /* A `cfqfs set` argument: parse, check the file it names, write its value there. */
 static void set_arg(struct state *st, const char *arg)
 {
@@ -282,6 +308,11 @@ static void set_arg(struct state *st, const char *arg)
 		write_weight(st, st->groups[(unsigned char)dir[0] % NR_GROUPS], val, vl + 1);
 		break;
 	}
+	case CTL_SET_TRACE:
+		if (strcmp(file, "trace") != 0)
+			abort();
+		write_trace(st, val, vl + 1);
+		break;
 	default:
 		abort();
 	}

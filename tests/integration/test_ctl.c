@@ -683,7 +683,7 @@ Test(ctl, layout_lists_every_file)
 	list_dir(mnt_path(&M, ""), buf, sizeof(buf));
 	cr_assert(strstr(buf, ".cfqfs") != NULL, "root listing lacks .cfqfs: %s", buf);
 	list_dir(ctl(""), buf, sizeof(buf));
-	cr_assert_str_eq(buf, "groups io.stat iosched metrics queues scheduler stat.json");
+	cr_assert_str_eq(buf, "groups io.stat iosched metrics queues scheduler stat.json trace");
 	list_dir(ctl("iosched"), buf, sizeof(buf));
 	expected_tunables(SCHED_POLICY_CFQ, want, sizeof(want));
 	cr_assert_str_eq(buf, want);
@@ -699,6 +699,8 @@ Test(ctl, layout_lists_every_file)
 	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644);
 	MNT_EXPECT_OK(stat(ctl("io.stat"), &st));
 	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0444);
+	MNT_EXPECT_OK(stat(ctl("trace"), &st));
+	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644);
 	MNT_EXPECT_OK(stat(ctl("iosched/slice_idle"), &st));
 	cr_assert((st.st_mode & 07777) == 0644);
 	MNT_EXPECT_OK(stat(ctl("groups/%2F/weight"), &st));
@@ -717,7 +719,7 @@ Test(ctl, every_file_is_newline_terminated_text)
 {
 	static const char *const files[] = { "scheduler",	  "io.stat",	    "queues",
 					     "metrics",		  "stat.json",	    "iosched/quantum",
-					     "groups/%2F/weight", "groups/%2F/io.stat" };
+					     "groups/%2F/weight", "groups/%2F/io.stat", "trace" };
 
 	cr_assert_eq(mnt_put(mnt_path(&M, "f"), "x", 1, 0644), 0);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -732,6 +734,74 @@ Test(ctl, every_file_is_newline_terminated_text)
 	char *s = slurp(ctl("groups/%2F/procs"));
 	for (char *p = s; *p; p++)
 		cr_assert(isdigit((unsigned char)*p) || *p == '\n', "procs: '%s'", s);
+	free(s);
+	mnt_cr_finish(&M);
+}
+
+/* Lines of `text` with `event` in the second field and `key` in the third (0: any). */
+static int trace_lines(const char *text, const char *event, uint64_t key)
+{
+	int n = 0;
+
+	for (const char *l = text; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+		char ev[32];
+		unsigned long long k;
+		double t;
+
+		if (*l == '#')
+			continue;
+		if (sscanf(l, "%lf %31s", &t, ev) != 2 || strcmp(ev, event))
+			continue;
+		if (!key || (sscanf(l, "%lf %31s %llu", &t, ev, &k) == 3 && k == key))
+			n++;
+	}
+	return n;
+}
+
+Test(ctl, trace_starts_records_the_callers_requests_and_stops)
+{
+	char *s, buf[65536];
+	int fd;
+
+	s = slurp(ctl("trace"));
+	cr_assert(strstr(s, "trace off") != NULL, "trace on before it was started: %s", s);
+	free(s);
+	cr_assert_eq(put(ctl("trace"), "4096\n"), 0);
+	cr_assert_eq(write_pattern(mnt_path(&M, "f"), sizeof(buf), 3), 0);
+	fd = open(mnt_path(&M, "f"), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pread(fd, buf, 4096, (off_t)i * 8192), 4096);
+	close(fd);
+	s = slurp(ctl("trace"));
+	cr_assert(strncmp(s, "# 4096 records kept, ", 21) == 0, "header: %.80s", s);
+	/* this process's reads: queued, dispatched and completed on its own sync queue */
+	cr_expect_geq(trace_lines(s, "queue", (uint64_t)getpid()), 4, "%s", s);
+	cr_expect_geq(trace_lines(s, "dispatch", (uint64_t)getpid()), 4, "%s", s);
+	cr_expect_geq(trace_lines(s, "complete", (uint64_t)getpid()), 4, "%s", s);
+	cr_expect(strstr(s, " off=8192 len=4096") != NULL, "no record of the read at 8192: %s", s);
+	cr_expect_eq(strlen(s), strcspn(s, "\t\r"));
+	free(s);
+	/* bad sizes change nothing */
+	cr_expect_eq(put(ctl("trace"), "abc"), -EINVAL);
+	cr_expect_eq(put(ctl("trace"), "65537"), -EINVAL);
+	cr_expect_eq(put(ctl("trace"), "-1"), -EINVAL);
+	s = slurp(ctl("trace"));
+	cr_expect(strncmp(s, "# 4096 records kept, ", 21) == 0, "after bad writes: %.80s", s);
+	free(s);
+	/* a policy switch is a record of its own; a new size restarts the ring */
+	cr_assert_eq(put(ctl("scheduler"), "noop"), 0);
+	s = slurp(ctl("trace"));
+	cr_expect_eq(trace_lines(s, "switch", 0), 1, "%s", s);
+	cr_expect(strstr(s, " policy=noop") != NULL);
+	free(s);
+	cr_assert_eq(put(ctl("trace"), "16"), 0);
+	s = slurp(ctl("trace"));
+	cr_expect(strncmp(s, "# 16 records kept, 0 written", 28) == 0, "%.80s", s);
+	free(s);
+	cr_assert_eq(put(ctl("trace"), "0"), 0);
+	s = slurp(ctl("trace"));
+	cr_expect(strstr(s, "trace off") != NULL, "%s", s);
 	free(s);
 	mnt_cr_finish(&M);
 }
@@ -1298,6 +1368,13 @@ Test(ctl, cli_stat_and_set)
 		cr_assert_str_eq(s, "noop [deadline] cfq\n");
 		free(s);
 	}
+	{
+		const char *a[] = { "set", mp, "trace=64", NULL };
+		cr_assert_eq(run_cli(a, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		char *s = slurp(ctl("trace"));
+		cr_assert(strncmp(s, "# 64 records kept, ", 19) == 0, "%.80s", s);
+		free(s);
+	}
 	static const struct {
 		const char *kv;
 		int status;
@@ -1308,6 +1385,8 @@ Test(ctl, cli_stat_and_set)
 		{ "slice_idle=3", 1, "not a tunable of the active scheduler" },
 		{ "scheduler=bogus", 1, "invalid value" },
 		{ "weight:/no/such=100", 1, "no such group" },
+		{ "trace=65537", 1, "invalid value" },
+		{ "trace=x", 1, "invalid value" },
 		{ "novalue", 2, "expected" },
 		{ "Bad-Name=1", 2, "expected" },
 	};

@@ -464,7 +464,7 @@ Test(posix_multiuser, setid_bits_are_cleared_and_kept_as_on_source)
 
 struct ctl_paths {
 	char dir[PATH_MAX];
-	char file[4][PATH_MAX]; /* queues, stat.json, groups/%2F/procs, metrics */
+	char file[5][PATH_MAX]; /* queues, stat.json, groups/%2F/procs, metrics, trace */
 };
 
 static int c_ctl_hidden(void *arg)
@@ -473,7 +473,7 @@ static int c_ctl_hidden(void *arg)
 
 	if (drop_privileges(NULL, 0))
 		return 1;
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		errno = 0;
 		if (expect_errno(open(p->file[i], O_RDONLY), EACCES, p->file[i]))
 			return 1;
@@ -489,7 +489,8 @@ Test(posix_multiuser, ctl_access_owner_hides_other_tenants_process_names)
 	static struct mnt m2;
 	static const char *const args[] = { "-o", "allow_other,ctl_access=owner,direct_io", NULL };
 	static struct ctl_paths p;
-	static const char *const rel[] = { "queues", "stat.json", "groups/%2F/procs", "metrics" };
+	static const char *const rel[] = { "queues", "stat.json", "groups/%2F/procs", "metrics",
+					   "trace" };
 	char buf[16384];
 	ssize_t n = -1;
 	pid_t tenant;
@@ -530,7 +531,7 @@ Test(posix_multiuser, ctl_access_owner_hides_other_tenants_process_names)
 	cr_assert(n > 0 && strstr(buf, TENANT_COMM), "root does not see %s in queues:\n%s",
 		  TENANT_COMM, n > 0 ? buf : "(unreadable)");
 	snprintf(p.dir, sizeof(p.dir), "%s", mnt_path(&m2, ".cfqfs"));
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		char r[64];
 
 		snprintf(r, sizeof(r), ".cfqfs/%s", rel[i]);
