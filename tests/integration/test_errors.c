@@ -45,11 +45,7 @@ static void setup(void)
 	if (mount("tmpfs", M.src, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0)
 		cr_assert_fail("mount tmpfs on %s: %s", M.src, strerror(errno));
 	snprintf(tmpfs_dir, sizeof(tmpfs_dir), "%s", M.src);
-	int r = mnt_start(&M, args);
-	if (r != 0) {
-		mnt_dump_log(&M);
-		cr_assert_fail("mount failed: %s", strerror(-r));
-	}
+	mnt_cr_start(&M, args);
 }
 
 static void teardown(void)

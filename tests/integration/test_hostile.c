@@ -44,11 +44,7 @@ static void setup(void)
 			     strerror(errno));
 	snprintf(M.src, sizeof(M.src), "%s", base_path(&M, "s/src"));
 	snprintf(M.mnt, sizeof(M.mnt), "%s", base_path(&M, "m1/m2/mnt"));
-	int r = mnt_start(&M, args);
-	if (r != 0) {
-		mnt_dump_log(&M);
-		cr_assert_fail("mount failed: %s", strerror(-r));
-	}
+	mnt_cr_start(&M, args);
 }
 
 static void teardown(void)

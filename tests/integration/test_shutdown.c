@@ -44,13 +44,7 @@ static void setup(void)
 	cr_assert_eq(mnt_prepare(&M), 0, "mnt_prepare");
 	cr_assert_eq(ch_make_file(src_path(&M, "big"), BIG_SEED, BIG_LEN), 0, "make SOURCE/big");
 	umask(022);
-	if (!mnt_fuse_available())
-		cr_skip("/dev/fuse unavailable: %s", mnt_fuse_unavailable_reason());
-	int r = mnt_start(&M, args);
-	if (r != 0) {
-		mnt_dump_log(&M);
-		cr_assert_fail("mount failed: %s", strerror(-r));
-	}
+	mnt_cr_start(&M, args);
 }
 
 static void teardown(void)

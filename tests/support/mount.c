@@ -879,6 +879,23 @@ void mnt_cr_setup(struct mnt *m, const char *const *extra_args)
 	}
 }
 
+void mnt_cr_start(struct mnt *m, const char *const *extra_args)
+{
+	char st[64];
+	int ret;
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
+			mnt_fuse_unavailable_reason());
+	ret = mnt_start(m, extra_args);
+	if (ret != 0) {
+		mnt_dump_log(m);
+		mnt_status_str(m, st, sizeof(st));
+		mnt_teardown(m); /* a failed .init gets no .fini */
+		cr_assert_fail("starting %s failed: %s (daemon %s)", CFQFS_BIN, strerror(-ret), st);
+	}
+}
+
 void mnt_cr_teardown(struct mnt *m)
 {
 	char st[64];

@@ -173,6 +173,12 @@ void mnt_log_reloads(const struct mnt *m, unsigned *reloaded, unsigned *kept, ch
  */
 void mnt_cr_setup(struct mnt *m, const char *const *extra_args);
 /*
+ * For a suite's .init that prepares SOURCE itself (mnt_prepare() and files, or other paths):
+ * cr_skip()s loudly when /dev/fuse is unavailable, else starts the daemon on m as it stands,
+ * failing the test with the daemon log (and removing m's directories) if that does not work.
+ */
+void mnt_cr_start(struct mnt *m, const char *const *extra_args);
+/*
  * For a suite's .init whose tests start their own daemon: sets umask 022, cr_skip()s loudly
  * when /dev/fuse is unavailable, removes stale leftovers (mnt_sweep_stale), then
  * mnt_prepare()s (failing the test if that does not work).
