@@ -1028,14 +1028,20 @@ static void gen_json(struct sbuf *b, struct ctl *c, const struct snap *s)
 }
 
 /* Generates the content of file node (k, arg). Returns 0 (b filled) or -errno. */
+/* What a file's snapshot must hold beyond the groups and the device-wide state. */
+static unsigned snap_flags(enum kind k)
+{
+	if (k == K_QUEUES || k == K_METRICS || k == K_JSON)
+		return SNAP_QUEUES;
+	return k == K_TRACE ? SNAP_TRACE : 0;
+}
+
 static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 {
 	struct snap s;
 	int rc;
 
-	rc = snap_take(c, &s, (k == K_QUEUES || k == K_METRICS || k == K_JSON) ? SNAP_QUEUES
-			      : k == K_TRACE					? SNAP_TRACE
-										: 0);
+	rc = snap_take(c, &s, snap_flags(k));
 	if (rc)
 		return rc;
 	switch (k) {
@@ -1239,15 +1245,9 @@ static int do_tunable(void *arg, struct sched *sd)
 	return sched_tunable_set(sd, a->name, a->value);
 }
 
-struct trace_args {
-	int64_t records;
-};
-
 static int do_trace(void *arg, struct sched *sd)
 {
-	struct trace_args *a = arg;
-
-	return sched_trace_resize(sd, a->records);
+	return sched_trace_resize(sd, *(const int64_t *)arg);
 }
 
 static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf, size_t size)
@@ -1302,18 +1302,14 @@ static int apply_write(struct ctl *c, enum kind k, uint32_t arg, const char *buf
 		snap_free(&s);
 		return rc;
 	}
-	case K_TRACE: {
-		struct trace_args a;
-
+	case K_TRACE:
 		rc = ctl_parse_value(buf, size, &v);
 		if (rc)
 			return rc;
-		a.records = v;
-		rc = exec_with_sched(c->ex, do_trace, &a);
+		rc = exec_with_sched(c->ex, do_trace, &v);
 		if (rc == 0)
 			LOG_INFO("control: trace %s (%" PRId64 " records)", v ? "started" : "off", v);
 		return rc;
-	}
 	default:
 		return -EACCES;
 	}

@@ -1360,6 +1360,11 @@ int sched_check(const struct sched *sd, char *buf, size_t buflen)
 
 	if (!sd)
 		FAIL("no scheduler");
+	/* the trace ring: a power of two up to the maximum, or off with nothing counted */
+	if (sd->trace ? (sd->trace_mask & (sd->trace_mask + 1)) || sd->trace_mask >= SCHED_TRACE_MAX
+		      : sd->trace_mask || sd->trace_seq)
+		FAIL("trace ring: mask %llu, %llu written, %s", (unsigned long long)sd->trace_mask,
+		     (unsigned long long)sd->trace_seq, sd->trace ? "on" : "off");
 	for (l = sd->all_queues.next; l != &sd->all_queues; l = l->next) {
 		const struct sched_queue *q = sched_container_of(l, struct sched_queue, all_node);
 

@@ -344,8 +344,9 @@ void sched_get_info(const struct sched *sd, struct sched_info *out);
  * "cfq" messages show for the kernel). Off until sched_trace_resize() gives it a size; while
  * off each trace point costs one predictable branch. Recording never allocates and never
  * changes a decision. Records are in decision order; a record's time is the `now` of the call
- * that made it, except that a timer found overdue fires at its due time, see sched_next_event(),
- * and is recorded then, which may be earlier than the record before it. Fields per event:
+ * that made it, except that a timer found overdue fires at the moment it was due, as
+ * sched_next_event() says, and is recorded then: earlier than the record before it, perhaps.
+ * Fields per event:
  */
 enum sched_trace_event {
 	SCHED_TR_QUEUE,	    /* request queued: a = offset [bytes], b = len [bytes]; flag 1 if it

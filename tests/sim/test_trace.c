@@ -197,3 +197,48 @@ Test(trace, switch_is_recorded_and_events_are_named)
 	cr_expect_str_eq(sched_trace_event_name(SCHED_TR_COUNT), "?");
 	sim_destroy(s);
 }
+
+/* Four readers of one file in interleaved 64 KiB chunks (tests/sim/test_coop.c): each "coop"
+ * record names the queue that takes over, and the next activation is that queue's. */
+Test(trace, coop_records_name_the_queue_that_takes_over)
+{
+	struct sim *s = mk_sim(SCHED_POLICY_CFQ, "hdd", 1);
+	struct sched_trace_rec *r = calloc(SCHED_TRACE_MAX, sizeof(*r));
+	uint64_t pos = 0, coops = 0;
+	size_t n;
+
+	cr_assert_not_null(r);
+	cr_assert_eq(sched_trace_resize(sim_sched(s), SCHED_TRACE_MAX), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		struct sim_proc_spec ps;
+
+		sim_proc_default(SIM_SEQ_READER, &ps);
+		ps.queue_key = 100 + i;
+		ps.file = 1;
+		ps.req_size = 64 * KIB;
+		ps.chunk = 64 * KIB;
+		ps.offset = i * 64 * KIB;
+		ps.skip = 3 * 64 * KIB;
+		add_proc(s, &ps);
+	}
+	run_ok(s, SIM_S / 2);
+	cr_assert_leq(sched_trace_total(sim_sched(s)), SCHED_TRACE_MAX, "ring wrapped: shorten");
+	n = sched_trace_read(sim_sched(s), &pos, r, SCHED_TRACE_MAX);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].event != SCHED_TR_COOP)
+			continue;
+		coops++;
+		cr_assert_neq((uint64_t)r[i].a, r[i].queue_key);
+		size_t j = i + 1;
+		while (j < n && r[j].event != SCHED_TR_ACTIVATE)
+			j++;
+		cr_assert_lt(j, n, "coop record %zu: no activation after it", i);
+		cr_assert_eq(r[j].queue_key, (uint64_t)r[i].a,
+			     "coop record %zu hands over to %lld, %llu is activated", i,
+			     (long long)r[i].a, (unsigned long long)r[j].queue_key);
+	}
+	cr_expect_gt(coops, 10, "interleaved readers: %llu coop records",
+		     (unsigned long long)coops);
+	free(r);
+	sim_destroy(s);
+}
