@@ -1312,7 +1312,7 @@ int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size)
 		if (n >= 0 && (size_t)n < size)
 			n += fmt_ms(buf + n, size - (size_t)n, "slice", r->b);
 		if (r->flag && n >= 0 && (size_t)n < size)
-			n += snprintf(buf + n, size - (size_t)n, " rest_kept");
+			n += snprintf(buf + n, size - (size_t)n, " timed_out");
 		return n;
 	case SCHED_TR_IDLE:
 		n = fmt_ms(buf, size, "window", r->a);

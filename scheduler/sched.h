@@ -358,7 +358,9 @@ enum sched_trace_event {
 			       b = workload type (0 async, 1 sync-noidle, 2 sync) */
 	SCHED_TR_SLICE,	    /* CFQ: the active queue's slice starts: a = length [ns] */
 	SCHED_TR_EXPIRE,    /* CFQ: slice over: a = I/Os dispatched in it, b = slice [ns];
-			       flag 1 if what is left of it is kept (timed out or preempted) */
+			       flag 1 ("timed_out", the kernel's word) if it ran out or a
+			       preemption cut it: the rest, or the overrun, then moves the
+			       queue's next service-tree key */
 	SCHED_TR_IDLE,	    /* CFQ: idling for the active queue: a = window [ns]; flag 1 for
 			       group_idle (waiting for the group, not the queue) */
 	SCHED_TR_IDLE_END,  /* CFQ: the idle window ended with no request */
