@@ -25,6 +25,8 @@
  * H = FNV-1a hash (over words) of the measured loop's (queue, offset, time) dispatch
  * sequence: identical across runs, and across builds that do not change the scheduler's
  * behaviour, for a cheap check that a layout change changed no decision at 16384 queues.
+ * --trace N turns the decision trace on (a ring of N records) to measure what recording
+ * costs; off by default, as in the daemon.
  * bench/sched_micro_callgrind.sh runs one combination under callgrind, counting only
  * measure_loop(), and prints instructions per request.
  */
@@ -40,7 +42,8 @@
 #define PER_QUEUE 2u	     /* requests kept queued per queue */
 #define REQ_LEN (64u * 1024u) /* [bytes] */
 
-static bool opt_hash; /* --hash 1: hash the dispatch sequence */
+static bool opt_hash;	   /* --hash 1: hash the dispatch sequence */
+static int64_t opt_trace; /* --trace N: the decision trace on, N records (0: off) */
 
 struct bench {
 	struct sched *sd;
@@ -99,6 +102,8 @@ static int bench_setup(struct bench *b, enum sched_policy policy, bool rotationa
 	b->nqueues = nqueues;
 	b->step = step;
 	b->sd = sched_create(policy, rotational);
+	if (b->sd && opt_trace && sched_trace_resize(b->sd, opt_trace) != 0)
+		goto out;
 	b->pool = calloc((size_t)nqueues * PER_QUEUE, sizeof(*b->pool));
 	b->group_of = calloc(nqueues, sizeof(*b->group_of));
 	b->next_off = calloc(nqueues, sizeof(*b->next_off));
@@ -254,7 +259,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: sched_micro [--queues N --groups G] [--reqs R] [--runs K]\n"
 			"                   [--policy cfq|deadline|noop] [--step-us U] [--rotational 0|1]\n"
-			"                   [--hash 0|1]\n");
+			"                   [--hash 0|1] [--trace RECORDS]\n");
 }
 
 int main(int argc, char **argv)
@@ -287,6 +292,8 @@ int main(int argc, char **argv)
 			rotational = strtoul(v, NULL, 10) != 0;
 		else if (strcmp(a, "--hash") == 0)
 			opt_hash = strtoul(v, NULL, 10) != 0;
+		else if (strcmp(a, "--trace") == 0)
+			opt_trace = strtoll(v, NULL, 10);
 		else if (strcmp(a, "--step-us") == 0)
 			step = strtoull(v, NULL, 10) * SCHED_NS_PER_US;
 		else if (strcmp(a, "--policy") == 0) {
