@@ -305,8 +305,8 @@ static void sim_done(const struct opts *o, struct sim *s, const char *dev)
 			sched_trace_event_name(r[i].event), (unsigned long long)r[i].queue_key,
 			r[i].sync ? "sync" : "async", r[i].group, detail);
 	}
-	if (fclose(f) != 0)
-		die("--trace: %s: %s", path, strerror(errno));
+	if (ferror(f) | fclose(f)) /* both, always: fclose() also frees f */
+		die("--trace: writing %s failed", path);
 	free(r);
 	sim_destroy(s);
 }
