@@ -863,20 +863,15 @@ void mnt_cr_prepare(struct mnt *m)
 
 void mnt_cr_setup(struct mnt *m, const char *const *extra_args)
 {
-	char st[64];
 	int ret;
 
 	umask(022);
 	if (!mnt_fuse_available())
 		cr_skip("integration test needs FUSE; /dev/fuse unavailable: %s",
 			mnt_fuse_unavailable_reason());
-	ret = mnt_setup(m, extra_args);
-	if (ret != 0) {
-		mnt_dump_log(m);
-		mnt_status_str(m, st, sizeof(st));
-		mnt_teardown(m);
-		cr_assert_fail("mounting %s failed: %s (daemon %s)", CFQFS_BIN, strerror(-ret), st);
-	}
+	ret = mnt_prepare(m);
+	cr_assert_eq(ret, 0, "cannot make the temp dirs: %s", strerror(-ret));
+	mnt_cr_start(m, extra_args);
 }
 
 void mnt_cr_start(struct mnt *m, const char *const *extra_args)
