@@ -1277,11 +1277,11 @@ void sched__trace_add(struct sched *sd, sched_ns now, enum sched_trace_event ev,
 	r->b = b;
 }
 
-/* " KEY=N.NNNms" for a time [ns] (negative times do not occur in records). */
-static int fmt_ms(char *buf, size_t size, const char *key, int64_t ns)
+/* "N.NNNms" for a time [ns] (records carry no negative times) into t; returns t. */
+static const char *ms_str(char t[32], int64_t ns)
 {
-	return snprintf(buf, size, " %s=%lld.%03lldms", key, (long long)(ns / 1000000),
-			(long long)((ns / 1000) % 1000));
+	snprintf(t, 32, "%lld.%03lldms", (long long)(ns / 1000000), (long long)((ns / 1000) % 1000));
+	return t;
 }
 
 int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size)
@@ -1289,7 +1289,7 @@ int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size)
 	static const char *const wl_class[] = { "be", "rt", "idle" };
 	static const char *const wl_type[] = { "async", "sync-noidle", "sync" };
 	long long a = (long long)r->a, b = (long long)r->b;
-	int n;
+	char t[32];
 
 	switch (r->event) {
 	case SCHED_TR_QUEUE:
@@ -1298,27 +1298,20 @@ int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size)
 	case SCHED_TR_DISPATCH:
 		return snprintf(buf, size, " off=%lld len=%lld", a, b);
 	case SCHED_TR_COMPLETE:
-		n = fmt_ms(buf, size, "service", r->a);
-		if (b && n >= 0 && (size_t)n < size)
-			n += snprintf(buf + n, size - (size_t)n, " error=%lld", b);
-		return n;
+		if (b)
+			return snprintf(buf, size, " service=%s error=%lld", ms_str(t, r->a), b);
+		return snprintf(buf, size, " service=%s", ms_str(t, r->a));
 	case SCHED_TR_ACTIVATE:
 		return snprintf(buf, size, " class=%s type=%s", a >= 0 && a < 3 ? wl_class[a] : "?",
 				b >= 0 && b < 3 ? wl_type[b] : "?");
 	case SCHED_TR_SLICE:
-		return fmt_ms(buf, size, "slice", r->a);
+		return snprintf(buf, size, " slice=%s", ms_str(t, r->a));
 	case SCHED_TR_EXPIRE:
-		n = snprintf(buf, size, " dispatched=%lld", a);
-		if (n >= 0 && (size_t)n < size)
-			n += fmt_ms(buf + n, size - (size_t)n, "slice", r->b);
-		if (r->flag && n >= 0 && (size_t)n < size)
-			n += snprintf(buf + n, size - (size_t)n, " timed_out");
-		return n;
+		return snprintf(buf, size, " dispatched=%lld slice=%s%s", a, ms_str(t, r->b),
+				r->flag ? " timed_out" : "");
 	case SCHED_TR_IDLE:
-		n = fmt_ms(buf, size, "window", r->a);
-		if (r->flag && n >= 0 && (size_t)n < size)
-			n += snprintf(buf + n, size - (size_t)n, " group_idle");
-		return n;
+		return snprintf(buf, size, " window=%s%s", ms_str(t, r->a),
+				r->flag ? " group_idle" : "");
 	case SCHED_TR_PREEMPT:
 		return snprintf(buf, size, " preempted=%lld", a);
 	case SCHED_TR_COOP:
@@ -1328,9 +1321,7 @@ int sched_trace_detail(const struct sched_trace_rec *r, char *buf, size_t size)
 				policy_valid((enum sched_policy)a) ? sched_policy_name((enum sched_policy)a)
 								   : "?");
 	default:
-		if (size)
-			buf[0] = '\0';
-		return 0;
+		return snprintf(buf, size, "%s", "");
 	}
 }
 
