@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,4 +450,19 @@ void cg_classifier_mounts(const struct cg_classifier *c, struct cg_mounts *out,
 {
 	*out = c->ms;
 	*unified_has_io = c->unified_has_io;
+}
+
+int cg_task_dying(const char *proc_root, pid_t tid)
+{
+	struct cg_status st;
+	int rc;
+
+	if (tid <= 0)
+		return 0;
+	rc = cg_proc_status(proc_root ? proc_root : "/proc", tid, &st);
+	if (rc == -ESRCH)
+		return 1;
+	if (rc < 0)
+		return rc;
+	return (st.sig_pending & (UINT64_C(1) << (SIGKILL - 1))) != 0;
 }

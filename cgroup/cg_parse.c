@@ -336,6 +336,32 @@ int cg_parse_stat(const char *text, size_t len, struct cg_stat *out)
 /* ---------------------------------------------------------------------------------------- */
 /* /proc/PID/status */
 
+/* A signal mask as /proc/PID/status prints it: 1..16 hex digits, alone on the line. */
+static int parse_sigmask(const char *s, size_t n, uint64_t *out)
+{
+	const char *tok, *extra;
+	size_t tlen, elen, pos = 0;
+	uint64_t v = 0;
+
+	if (!next_token(s, n, &pos, &tok, &tlen) || tlen > 16 ||
+	    next_token(s, n, &pos, &extra, &elen))
+		return -EINVAL;
+	for (size_t i = 0; i < tlen; i++) {
+		char c = tok[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else
+			return -EINVAL;
+		v = v << 4 | d;
+	}
+	*out = v;
+	return 0;
+}
+
 /* Parses up to 4 decimal ids after "Key:" into ids[]; at least one required. */
 static int parse_ids(const char *s, size_t n, uint32_t ids[4])
 {
@@ -366,6 +392,7 @@ int cg_parse_status(const char *text, size_t len, struct cg_status *out)
 	if (!text || len == 0 || has_nul(text, len))
 		return -EINVAL;
 	memset(&st, 0xff, sizeof(st));
+	st.sig_pending = 0;
 	while (pos < len) {
 		const char *line = text + pos;
 		const char *nl = memchr(line, '\n', len - pos);
@@ -399,6 +426,11 @@ int cg_parse_status(const char *text, size_t len, struct cg_status *out)
 				return -EINVAL;
 			for (int i = 0; i < 4; i++)
 				st.gid[i] = (gid_t)ids[i];
+		} else if (tok_eq(line, klen, "SigPnd") || tok_eq(line, klen, "ShdPnd")) {
+			uint64_t mask;
+			if (parse_sigmask(val, vlen, &mask))
+				return -EINVAL;
+			st.sig_pending |= mask;
 		}
 	}
 	if (!have_tgid)

@@ -124,12 +124,14 @@ struct cg_status {
 	pid_t tgid;	/* "Tgid:" */
 	uid_t uid[4];	/* "Uid:" real, effective, saved, filesystem */
 	gid_t gid[4];	/* "Gid:" real, effective, saved, filesystem */
+	uint64_t sig_pending; /* "SigPnd:" | "ShdPnd:" (bit N-1: signal N pending); 0 if absent */
 };
 
 /*
  * Parses /proc/PID/status (one "Key:\tvalue" per line; the Name line is escaped by the kernel,
  * so no line can be forged through a comm). Tgid is required, Uid/Gid optional (left at
- * (uid_t)-1 when absent). Returns 0, -EINVAL (malformed, NUL inside, no Tgid line).
+ * (uid_t)-1 when absent), SigPnd/ShdPnd optional (one hex mask each, up to 16 digits).
+ * Returns 0, -EINVAL (malformed, NUL inside, no Tgid line).
  */
 int cg_parse_status(const char *text, size_t len, struct cg_status *out);
 

@@ -168,6 +168,18 @@ void cg_classifier_get_stats(struct cg_classifier *c, struct cg_classifier_stats
 int cg_classifier_cgroup_weight(const struct cg_classifier *c, enum cg_hier hier,
 				const char *path, uint32_t *weight);
 
+/*
+ * Is task `tid` being killed? The kernel marks a process that a fatal signal ends (SIGKILL,
+ * or any signal whose default action terminates it and which has no handler) by queueing
+ * SIGKILL on each of its threads, so the test is SIGKILL in /proc/TID/status's SigPnd or
+ * ShdPnd. A handled signal (SIGALRM with a handler, Go's SIGURG, a profiler's SIGPROF) does
+ * not count. `proc_root`: the procfs root, NULL for "/proc".
+ * Returns 1 (being killed, or already gone), 0 (no fatal signal pending; tid <= 0, a
+ * kernel-initiated request, also gives 0), or -errno when status cannot be read or parsed.
+ * Does I/O; no lock. Thread-safe.
+ */
+int cg_task_dying(const char *proc_root, pid_t tid);
+
 /* The mounts and io flag the classifier uses (for logs and `cfqfs stat`). Cannot fail. */
 void cg_classifier_mounts(const struct cg_classifier *c, struct cg_mounts *out,
 			  bool *unified_has_io);

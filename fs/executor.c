@@ -19,7 +19,8 @@
  *   - worker: lock, take a ready chain or ask the scheduler; if nothing, wait on the condition
  *     until a signal or, if no other worker already waits for it, sched_next_event() (only
  *     one that matters now: none while nothing is queued, see timer_needed());
- *   - interrupt (FUSE session thread): lock, sched_cancel; if the request was still queued,
+ *   - interrupt (FUSE session thread), only when the caller is being killed (on_interrupt()):
+ *     lock, sched_cancel; if the request was still queued,
  *     reply EINTR and recycle it (a pinned one: its submitter does that after the copy); if
  *     it is in flight, let its issuer finish it.
  * So a worker is woken only for a chain that is ready to issue or for a timer nobody waits
@@ -47,6 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "clock.h"
 #include "device.h"
 #include "log.h"
@@ -349,8 +351,8 @@ static void reply_one(struct exec_req *er)
 }
 
 /*
- * Issues one contiguous run of a merged chain, `n` members starting at `first`, as one
- * preadv/pwritev, retrying short transfers. Each member's result is set: bytes, or -errno
+ * Issues one contiguous run of a merged chain, `n` members starting at `first`, all of one fd,
+ * as one preadv/pwritev, retrying short transfers. Each member's result is set: bytes, or -errno
  * for the member where the error struck (and those after it). Reads stop at end of file.
  */
 static void io_run(struct exec_req **members, int n)
@@ -433,7 +435,10 @@ static void do_io(struct exec_req *head)
 			n = 0;
 			continue;
 		}
-		bool contiguous = n > 0 && n < EXEC_IOV_MAX &&
+		/* One syscall per run on one fd: the scheduler merges by file, not by handle, and
+		 * the handles may differ in O_SYNC/O_DSYNC/O_APPEND (a member from an O_SYNC handle
+		 * issued on another's fd would be answered without being durable). */
+		bool contiguous = n > 0 && n < EXEC_IOV_MAX && run[n - 1]->fd == er->fd &&
 				  run[n - 1]->rq.offset + run[n - 1]->rq.len == rq->offset;
 		if (n > 0 && !contiguous) {
 			io_run(run, n);
@@ -757,13 +762,24 @@ static void answer_cancelled(struct executor *ex, struct exec_req *er)
 	pthread_mutex_unlock(&ex->lock);
 }
 
-/* libfuse calls this when the caller of a pending request was interrupted (usually killed). */
+/*
+ * libfuse calls this when the caller of a pending request got a signal. The kernel sends
+ * FUSE_INTERRUPT for any signal, handled ones included, and passes an EINTR answer to read(),
+ * write() and fsync() as it is (it restarts only lock requests). So a queued request is
+ * withdrawn only when its caller is being killed (cg_task_dying()): a caller that merely
+ * handles a signal (a timer, a profiler, Go's preemption) goes on waiting for its I/O, as it
+ * would on a local disk. When the caller's state cannot be read, the request is served too:
+ * late beats a spurious EINTR. The kernel interrupts a request once, so a caller killed after
+ * a handled signal is served in turn; the kernel then drops the answer.
+ */
 static void on_interrupt(fuse_req_t req, void *data)
 {
 	struct exec_req *er = data;
 	struct executor *ex = er->ex;
 	bool cancelled = false;
 
+	if (cg_task_dying(NULL, fuse_req_ctx(req)->pid) != 1)
+		return;
 	pthread_mutex_lock(&ex->lock);
 	if (er->irq_req == req && er->state == ER_QUEUED) {
 		if (er->pinned)
@@ -835,7 +851,12 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *
 		ex->nr_load = n;
 	}
 	l = &ex->load[g];
-	if (!er->unbounded && l->reqs > 0 &&
+	/* fsync and fdatasync carry no data and are never refused: an fsync error tells an
+	 * application its writes may be lost (PostgreSQL stops on one), and EAGAIN is not an
+	 * error fsync() has. Each comes from a caller blocked in it, so they stay few. */
+	bool exempt = er->unbounded || er->rq.op == SCHED_OP_FSYNC ||
+		      er->rq.op == SCHED_OP_FDATASYNC;
+	if (!exempt && l->reqs > 0 &&
 	    (l->reqs >= ex->limits.queue_limit || l->bytes + bytes > ex->limits.queue_bytes)) {
 		if (ex->limit_warned == 0 || now - ex->limit_warned >= EXEC_LIMIT_WARN_NS) {
 			ex->limit_warned = now ? now : 1;

@@ -46,6 +46,8 @@ struct exec_tag {
  * Exempt: requests with no caller (exec_tag.no_caller, the kernel's writeback). Nobody would
  * get their EAGAIN, so refusing one would lose data an application was told was written,
  * and the kernel bounds them itself (max_background requests of max_write bytes at most).
+ * Also exempt: fsync and fdatasync (no data; EAGAIN is not an fsync() error, and an fsync
+ * error makes careful applications stop). Both still count towards the group's load.
  */
 struct exec_limits {
 	unsigned queue_limit;  /* [requests] per group, queued + in flight; >= 1 */

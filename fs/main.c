@@ -63,7 +63,7 @@ static const char usage_text[] =
 	"                        group_idle=8, quantum=8, target_latency=300, low_latency=1, ...\n"
 	"  queue_limit=N         requests one group may have waiting or in flight (default\n"
 	"                        4096); past it, or past queue_limit_mb MiB of its write data\n"
-	"                        (default 256), its requests fail with EAGAIN\n"
+	"                        (default 256), its reads and writes fail with EAGAIN\n"
 	"  group_expire_ms=MS    remove a group unused this long (default 60000; 0: never)\n"
 	"  open_limit=N          files one group may hold open (default 0: a quarter of the\n"
 	"                        daemon's descriptor limit); past it, open fails with EMFILE\n"

@@ -247,6 +247,43 @@ Test(limits, queue_limit_mb_bounds_buffered_write_data)
 		       64 << 10, 16);
 }
 
+/* In a child named cfqfs-hog, so in the flooding group: `n` fsyncs of `path` (opened for
+ * writing, nothing written: a write would be refused). Exit code: 0, or the first errno. */
+static int hog_fsyncs(void *arg)
+{
+	const char *path = arg;
+	int fd, rc = 0;
+
+	prctl(PR_SET_NAME, "cfqfs-hog");
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	for (int i = 0; i < 20 && rc == 0; i++)
+		if ((i % 2 ? fdatasync(fd) : fsync(fd)) != 0)
+			rc = errno;
+	close(fd);
+	return rc;
+}
+
+Test(limits, fsync_is_never_refused)
+{
+	cr_assert_eq(wl_make_file(src_path(&m, "hog"), FILE_SIZE), 0);
+	wl_cr_mount(&m, conf_text, "direct_io,device=hdd,depth=1,queue_limit=16");
+
+	pid_t hog = start_hog(mnt_path(&m, "hog"), false, 4096);
+	wait_hog_started();
+	long eagain0 = atomic_load(&sh->hog_eagain);
+	int rc = mnt_fork_run(hog_fsyncs, (void *)mnt_path(&m, "hog"), 90000);
+	long eagain_during = atomic_load(&sh->hog_eagain) - eagain0;
+	stop_hog(hog);
+	cr_log_info("fsync_is_never_refused: hog refused %ld times during 20 fsyncs", eagain_during);
+	/* else the group was not over its limit and the test shows nothing */
+	cr_expect_gt(eagain_during, 0, "the hog group was never refused while the fsyncs ran");
+	cr_expect_eq(rc, 0, "an fsync or fdatasync of the over-limit group failed: %s (exit %d)",
+		     rc > 0 && rc < 128 ? strerror(rc) : "killed or timed out", rc);
+	mnt_cr_finish(&m);
+}
+
 /* Byte i of the writeback test's file. */
 static unsigned char wb_byte(size_t i)
 {

@@ -382,6 +382,27 @@ Test(cg_parse, status_tgid_uid_gid)
 	cr_assert_eq(cg_parse_status(S("Tgid:\t5"), &s), 0, "last line without newline");
 	cr_assert_eq(s.tgid, 5);
 	cr_assert_eq(s.uid[0], (uid_t)-1, "absent Uid left at -1");
+	cr_assert_eq(s.sig_pending, 0, "absent SigPnd/ShdPnd: nothing pending");
+}
+
+Test(cg_parse, status_pending_signals)
+{
+	struct cg_status s;
+
+	/* SIGKILL (bit 8) queued on the thread, SIGUSR1 (bit 9) on the process */
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nSigQ:\t1/9\nSigPnd:\t0000000000000100\n"
+				       "ShdPnd:\t0000000000000200\nSigBlk:\tffffffffffffffff\n"),
+				     &s), 0);
+	cr_assert_eq(s.sig_pending, 0x300, "SigPnd | ShdPnd, SigBlk ignored");
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nShdPnd:\tffffffffffffffff\n"), &s), 0);
+	cr_assert_eq(s.sig_pending, UINT64_MAX);
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nSigPnd:\t1\n"), &s), 0, "short mask");
+	cr_assert_eq(s.sig_pending, 1);
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nSigPnd:\t10000000000000000\n"), &s), -EINVAL,
+		     "17 digits");
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nSigPnd:\t00g0\n"), &s), -EINVAL);
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nSigPnd:\t0100 2\n"), &s), -EINVAL, "two");
+	cr_assert_eq(cg_parse_status(S("Tgid:\t7\nShdPnd:\n"), &s), -EINVAL, "empty");
 }
 
 /* ---------------------------------------------------------------------------------------- */

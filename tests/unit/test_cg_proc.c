@@ -8,6 +8,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "cg_proc.h"
+#include "cgroup.h"
 #include "sched.h"
 
 static char tmp[64]; /* short: keeps every derived path far below PATH_MAX */
@@ -251,4 +253,50 @@ Test(cg_proc, ioprio_set_and_get_on_self)
 	cr_assert_eq(cg_proc_ioprio(getpid()), (2 << 13) | 6);
 	cr_assert_eq(cg_proc_set_ioprio(0, (3 << 13)), 0);
 	cr_assert_eq((cg_proc_ioprio(0) >> 13) & 7, SCHED_CLASS_IDLE);
+}
+
+/* A caller is "dying" only with SIGKILL pending (or gone): what the executor cancels on. */
+Test(cg_proc, task_dying)
+{
+	sigset_t usr1, old;
+	pid_t child;
+	int rc;
+
+	/* a live task with a handled signal pending is not dying */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	cr_assert_eq(sigprocmask(SIG_BLOCK, &usr1, &old), 0);
+	cr_assert_eq(kill(getpid(), SIGUSR1), 0);
+	struct cg_status s;
+	cr_assert_eq(cg_proc_status("/proc", getpid(), &s), 0);
+	cr_assert_neq(s.sig_pending & (1u << (SIGUSR1 - 1)), 0, "SIGUSR1 shows as pending");
+	rc = cg_task_dying(NULL, getpid());
+	cr_assert_eq(sigtimedwait(&usr1, NULL, &(struct timespec){ 0 }), SIGUSR1);
+	cr_assert_eq(sigprocmask(SIG_SETMASK, &old, NULL), 0);
+	cr_assert_eq(rc, 0, "SIGUSR1 pending is not a fatal signal");
+	cr_assert_eq(cg_task_dying("/proc", 0), 0, "tid 0 (the kernel) is never dying");
+
+	/* a reaped task is gone */
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	cr_assert_geq(child, 0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(cg_task_dying(NULL, child), 1, "a task that is gone counts as dying");
+
+	/* SIGKILL pending cannot be held on a live task, so a fake procfs shows it */
+	mk_tmp();
+	put("42/status", "Name:\tx\nTgid:\t42\nSigPnd:\t0000000000000100\n"
+			 "ShdPnd:\t0000000000000000\n");
+	put("43/status", "Name:\tx\nTgid:\t43\nSigPnd:\t0000000000000000\n"
+			 "ShdPnd:\t0000000000000100\n");
+	put("44/status", "Name:\tx\nTgid:\t44\nSigPnd:\t00000000000000ff\n"
+			 "ShdPnd:\t0000000000000200\n");
+	put("45/status", "Name:\tx\nTgid:\t45\nSigPnd:\tzz\n");
+	cr_assert_eq(cg_task_dying(tmp, 42), 1, "SIGKILL on the thread");
+	cr_assert_eq(cg_task_dying(tmp, 43), 1, "SIGKILL on the process");
+	cr_assert_eq(cg_task_dying(tmp, 44), 0, "other signals only");
+	cr_assert_eq(cg_task_dying(tmp, 45), -EINVAL, "unparsable status");
+	cr_assert_eq(cg_task_dying(tmp, 46), 1, "no such task");
+	rm_tmp();
 }
