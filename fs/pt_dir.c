@@ -58,6 +58,7 @@ void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out_close;
 	}
 	d->is_root = in->nodeid == FUSE_ROOT_ID;
+	d->dev = in->dev;
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->cache_readdir = fs->opts.kernel_cache;
 	pt__dir_link(fs, d);
@@ -153,7 +154,7 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 		} else {
 			/* "." and "..": no lookup (and no reference) on them; ino 0 entries are
 			 * listed but not instantiated by the kernel. */
-			e.attr.st_ino = ent->d_ino;
+			e.attr.st_ino = pt_inode_shown_ino(fs->it, d->dev, ent->d_ino);
 			e.attr.st_mode = (mode_t)ent->d_type << 12;
 		}
 		if (plus)

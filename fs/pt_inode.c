@@ -37,6 +37,11 @@ struct pt_itable {
 	size_t count;		      /* hashed inodes [count]; protected by lock */
 	fuse_ino_t next_id;	      /* next node id to hand out; protected by lock */
 	struct pt_inode root;	      /* SOURCE, node id FUSE_ROOT_ID, never freed */
+	/* Devices met under SOURCE other than its own, for pt_inode_shown_ino(): devs[i] gets
+	 * index i + 1. Appended only; protected by lock. */
+	dev_t devs[PT_DEV_MAX - 1];
+	unsigned nr_devs;
+	bool devs_full_warned;	      /* protected by lock */
 };
 
 /* splitmix64 finaliser: cheap and spreads every input bit over the word. */
@@ -52,6 +57,33 @@ uint64_t pt_inode_file_id(dev_t dev, ino_t ino)
 {
 	/* Keep ino in the clear so ids of one device stay distinct; only the device is mixed. */
 	return (uint64_t)ino ^ mix64((uint64_t)dev);
+}
+
+ino_t pt_inode_shown_ino(struct pt_itable *t, dev_t dev, ino_t ino)
+{
+	unsigned idx = 0;
+	bool warn = false;
+
+	if (dev == t->root.dev) /* immutable: no lock */
+		return ino;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->nr_devs && idx == 0; i++)
+		if (t->devs[i] == dev)
+			idx = i + 1;
+	if (idx == 0 && t->nr_devs < PT_DEV_MAX - 1) {
+		t->devs[t->nr_devs++] = dev;
+		idx = t->nr_devs;
+	} else if (idx == 0 && !t->devs_full_warned) {
+		t->devs_full_warned = true;
+		warn = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (warn)
+		LOG_WARN("SOURCE spans more than %d file systems: inode numbers of the others are "
+			 "shown unchanged and may repeat", PT_DEV_MAX);
+	if (idx == 0)
+		return ino;
+	return (ino_t)(((uint64_t)ino & PT_DEV_INO_MASK) | (uint64_t)idx << PT_DEV_SHIFT);
 }
 
 static size_t key_bucket(const struct pt_itable *t, dev_t dev, ino_t ino)
@@ -437,6 +469,13 @@ bool pt_itable_check(struct pt_itable *t)
 		}
 	}
 	ok = ok && (nkey == t->count && nid == t->count);
+	/* the shown-number devices: SOURCE's is not among them, none twice */
+	ok = ok && (t->nr_devs <= PT_DEV_MAX - 1);
+	for (i = 0; ok && i < t->nr_devs; i++) {
+		ok = ok && (t->devs[i] != t->root.dev);
+		for (size_t j = i + 1; ok && j < t->nr_devs; j++)
+			ok = ok && (t->devs[i] != t->devs[j]);
+	}
 	pthread_mutex_unlock(&t->lock);
 	return ok;
 }

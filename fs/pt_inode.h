@@ -99,6 +99,21 @@ int pt_inode_ref(struct pt_itable *t, struct pt_inode *in, struct stat *st, fuse
  */
 void pt_inode_forget(struct pt_itable *t, fuse_ino_t nodeid, uint64_t n);
 
+/*
+ * The inode number to show for backing inode (dev, ino) in st_ino and d_ino. Everything on
+ * the mount has one st_dev, so inodes of different backing devices (a bind mount under SOURCE,
+ * btrfs subvolumes, which all number their root 256) must not show the same number: tar,
+ * rsync -H and cp -a would take them for hard links, find and du for a directory loop.
+ * SOURCE's own device keeps its numbers; the others, in order of appearance, get an index
+ * 1..PT_DEV_MAX-1 in bits 56..62 over the low 56 bits of theirs (bit 63 marks the control
+ * directory, ctl.h). Past PT_DEV_MAX - 1 other devices, numbers are shown unchanged (logged
+ * once). May take t->lock (not for SOURCE's device). Cannot fail.
+ */
+#define PT_DEV_SHIFT 56
+#define PT_DEV_MAX 128
+#define PT_DEV_INO_MASK ((UINT64_C(1) << PT_DEV_SHIFT) - 1)
+ino_t pt_inode_shown_ino(struct pt_itable *t, dev_t dev, ino_t ino);
+
 /* Number of inodes in the table, root included (tests, stats). Takes t->lock. */
 size_t pt_itable_count(struct pt_itable *t);
 

@@ -91,11 +91,20 @@ int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, con
 	(void)req;
 	memset(e, 0, sizeof(*e));
 	rc = pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
-	if (rc == 0)
+	if (rc == 0) {
+		e->attr.st_ino = pt_inode_shown_ino(fs->it, e->attr.st_dev, e->attr.st_ino);
 		fill_entry_timeouts(fs, e);
+	}
 	else if (rc == -EMFILE || rc == -ENFILE)
 		warn_fd_limit(fs, rc);
 	return rc;
+}
+
+/* Replies attributes, with the inode number shown through the mount. */
+static void reply_attr(struct pt_fs *fs, fuse_req_t req, struct stat *st)
+{
+	st->st_ino = pt_inode_shown_ino(fs->it, st->st_dev, st->st_ino);
+	fuse_reply_attr(req, st, fs->opts.attr_timeout);
 }
 
 /* Replies an entry; if the kernel has gone away (interrupted request), the reference the entry
@@ -457,8 +466,10 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	if (rc)
 		goto out_put;
 	rc = pt_inode_ref(fs->it, in, &e.attr, &e.ino);
-	if (rc == 0)
+	if (rc == 0) {
+		e.attr.st_ino = pt_inode_shown_ino(fs->it, e.attr.st_dev, e.attr.st_ino);
 		fill_entry_timeouts(fs, &e);
+	}
 out_put:
 	pt_inode_put(fs->it, dir);
 	pt_inode_put(fs->it, in);
@@ -495,7 +506,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (rc)
 		reply_err(req, rc);
 	else
-		fuse_reply_attr(req, &st, fs->opts.attr_timeout);
+		reply_attr(fs, req, &st);
 }
 
 static int set_size(const struct pt_inode *in, int hfd, off_t size)
@@ -617,7 +628,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (rc)
 		reply_err(req, rc);
 	else
-		fuse_reply_attr(req, &st, fs->opts.attr_timeout);
+		reply_attr(fs, req, &st);
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -772,8 +783,43 @@ out_put:
 	}
 }
 
+/*
+ * One create attempt (as the caller: credentials entered). Returns an fd or -errno.
+ * O_NOFOLLOW: a symlink planted on SOURCE under this name must not redirect the creation (and
+ * an O_TRUNC) elsewhere. The kernel sends CREATE only for a name its lookup found missing, so
+ * O_EXCL is tried first and costs nothing in the common case; if the name has appeared on
+ * SOURCE since (and the caller did not ask for O_EXCL), what is there is opened as an open()
+ * would, but only if it is a regular file: O_NONBLOCK keeps a FIFO planted there from holding
+ * the thread in open() until a reader comes, and a FIFO, device or socket gives EEXIST.
+ * *created tells whether this call made the file.
+ */
+static int create_at(int dirfd, const char *name, int flags, mode_t mode, bool *created)
+{
+	struct stat st;
+	int fd, rc = 0;
+
+	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 07777);
+	*created = fd >= 0;
+	if (fd >= 0 || errno != EEXIST || (flags & O_EXCL))
+		return fd >= 0 ? fd : -errno;
+	fd = openat(dirfd, name, (flags & ~O_CREAT) | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENXIO ? -EEXIST : -errno; /* ENXIO: a FIFO without readers */
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EEXIST; /* not what the kernel asked to create, nor a file it knows */
+	else if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		rc = -errno;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 static int do_create(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
-		     mode_t mode, int flags, int *fdp)
+		     mode_t mode, int flags, int *fdp, bool *created)
 {
 	struct pt_cred c;
 	int rc, fd;
@@ -781,17 +827,12 @@ static int do_create(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, con
 	rc = pt__cred_enter(fs, req, &mode, &c);
 	if (rc)
 		return rc;
-	/* O_NOFOLLOW: a symlink planted on SOURCE under this name must not redirect the
-	 * creation (and an O_TRUNC) elsewhere. */
-	fd = openat(dir->fd, name, flags | O_CREAT | O_NOFOLLOW, mode & 07777);
-	rc = fd == -1 ? -errno : 0;
-	if (rc == -EACCES && pt__cred_add_groups(fs, req, &c) == 0) {
-		fd = openat(dir->fd, name, flags | O_CREAT | O_NOFOLLOW, mode & 07777);
-		rc = fd == -1 ? -errno : 0;
-	}
+	fd = create_at(dir->fd, name, flags, mode, created);
+	if (fd == -EACCES && pt__cred_add_groups(fs, req, &c) == 0)
+		fd = create_at(dir->fd, name, flags, mode, created);
 	pt__cred_leave(fs, &c);
-	*fdp = fd;
-	return rc;
+	*fdp = fd >= 0 ? fd : -1;
+	return fd >= 0 ? 0 : fd;
 }
 
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -801,6 +842,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	struct pt_file *pf = NULL;
 	struct pt_inode *dir;
+	bool created = false;
 	int fd = -1, rc;
 
 	CTL_GUARD_EPERM(parent);
@@ -814,7 +856,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		goto out_put;
 	/* O_EXCL is kept for create (the kernel passes it when the caller asked). */
 	rc = do_create(fs, req, dir, name, mode,
-		       backing_open_flags(fs, fi->flags) | (fi->flags & O_EXCL), &fd);
+		       backing_open_flags(fs, fi->flags) | (fi->flags & O_EXCL), &fd, &created);
 	if (rc)
 		goto out_put;
 	rc = pt__lookup_entry(fs, req, dir, name, &e);
@@ -827,11 +869,11 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		goto out_close;
 	}
 	/* Over the group's open limit. The group is known only once the file exists (path
-	 * rules classify by the opened file), so the create has happened: undo it when O_EXCL
-	 * proves it was ours, as a native EMFILE creates nothing. */
+	 * rules classify by the opened file), so the create has happened: undo it if it was
+	 * ours, as a native EMFILE creates nothing. */
 	rc = pt__file_link(fs, pf);
 	if (rc) {
-		if (fi->flags & O_EXCL)
+		if (created)
 			unlinkat(dir->fd, name, 0);
 		pt_inode_forget(fs->it, e.ino, 1);
 		file_free(pf); /* closes fd */
@@ -843,6 +885,9 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 out_close:
 	close(fd);
+	/* Failed after the file was made: a failed create leaves nothing of its own behind. */
+	if (created)
+		unlinkat(dir->fd, name, 0);
 out_put:
 	pt_inode_put(fs->it, dir);
 	if (rc) {

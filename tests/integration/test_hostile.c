@@ -7,7 +7,9 @@
  *   - a symlink in SOURCE pointing outside (/etc/passwd) is shown as a link: lstat says link,
  *     readlink gives the target text, O_NOFOLLOW opens fail with ELOOP;
  *   - a create through a dangling symlink planted in SOURCE behind the mount (the kernel holds
- *     a cached negative entry, so the CREATE reaches the daemon) creates nothing outside.
+ *     a cached negative entry, so the CREATE reaches the daemon) creates nothing outside;
+ *   - a create over a FIFO or a device node planted the same way fails with EEXIST: it
+ *     neither holds a daemon thread in open() nor hands out a "file" that is /dev/null.
  * Layout: SOURCE and MOUNTPOINT sit at different depths under the fixture's base
  * (base/s/src and base/m1/m2/mnt) so a relative link target resolves to different places
  * when the daemon follows it on SOURCE (base/outside/...) and when a client follows it
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -199,5 +202,53 @@ Test(hostile, create_through_planted_dangling_symlink)
 		close(fd);
 	cr_assert_eq(access(outside, F_OK), -1, "%s was created outside SOURCE", outside);
 	cr_assert_eq(fd, -1, "O_EXCL create over a planted link succeeded");
+	mnt_cr_finish(&M);
+}
+
+/* In a child: a create of `arg` for writing; exit code 0 on success, else its errno. */
+static int create_wronly(void *arg)
+{
+	int fd = open(arg, O_WRONLY | O_CREAT, 0644);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+Test(hostile, create_over_planted_fifo_or_device)
+{
+	struct stat st;
+
+	/* negative entries cached (entry_timeout=30), then the nodes appear on SOURCE */
+	MNT_EXPECT_ERRNO(stat(mnt_path(&M, "ff"), &st), ENOENT);
+	MNT_EXPECT_ERRNO(stat(mnt_path(&M, "nul"), &st), ENOENT);
+	MNT_EXPECT_OK(mkfifo(src_path(&M, "ff"), 0666));
+	MNT_EXPECT_OK(mknod(src_path(&M, "nul"), S_IFCHR | 0666, makedev(1, 3)));
+
+	int rc = mnt_fork_run(create_wronly, (void *)mnt_path(&M, "ff"), 5000);
+	if (rc != EEXIST) {
+		/* a daemon thread may sit in open() on the FIFO: a reader lets it go */
+		int rfd = open(src_path(&M, "ff"), O_RDONLY | O_NONBLOCK);
+		usleep(200000);
+		if (rfd >= 0)
+			close(rfd);
+	}
+	cr_assert_eq(rc, EEXIST, "create over a planted FIFO: %s (exit %d; 137: it hung)",
+		     rc > 0 && rc < 128 ? strerrorname_np(rc) : "-", rc);
+	rc = mnt_fork_run(create_wronly, (void *)mnt_path(&M, "nul"), 5000);
+	cr_assert_eq(rc, EEXIST, "create over a planted device node: %s (exit %d)",
+		     rc > 0 && rc < 128 ? strerrorname_np(rc) : "-", rc);
+	MNT_EXPECT_OK(lstat(src_path(&M, "ff"), &st));
+	cr_assert(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+	MNT_EXPECT_OK(lstat(src_path(&M, "nul"), &st));
+	cr_assert(S_ISCHR(st.st_mode), "the device node was replaced");
+	/* a plain create still works, and so does one over a planted regular file */
+	MNT_EXPECT_ERRNO(stat(mnt_path(&M, "reg"), &st), ENOENT);
+	cr_assert_eq(mnt_put(src_path(&M, "reg"), "old", 3, 0644), 0);
+	cr_assert_eq(mnt_fork_run(create_wronly, (void *)mnt_path(&M, "reg"), 5000), 0);
+	cr_assert_eq(mnt_fork_run(create_wronly, (void *)mnt_path(&M, "new"), 5000), 0);
+	MNT_EXPECT_OK(lstat(src_path(&M, "new"), &st));
+	cr_assert(S_ISREG(st.st_mode));
 	mnt_cr_finish(&M);
 }

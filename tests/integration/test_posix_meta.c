@@ -2,7 +2,9 @@
 /*
  * posix_meta: metadata through the mount - chmod, chown, utimensat (ns, UTIME_OMIT,
  * UTIME_NOW), mknod (fifo, socket, char device), symlink/readlink, hard links and lookups that
- * survive the kernel forgetting inodes. Every effect is checked in SOURCE.
+ * survive the kernel forgetting inodes. Every effect is checked in SOURCE. And inode numbers
+ * when SOURCE spans file systems: two fresh tmpfs mounted under SOURCE number their inodes
+ * alike, and the mount (one st_dev) must still show distinct numbers.
  */
 #include <criterion/criterion.h>
 
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -27,8 +30,14 @@ static void setup(void)
 	mnt_cr_setup(&M, NULL);
 }
 
+/* tmpfs mounted under SOURCE by a test, unmounted here even when the test failed */
+static char nested[2][PATH_MAX];
+
 static void teardown(void)
 {
+	for (int i = 0; i < 2; i++)
+		if (nested[i][0])
+			umount2(nested[i], MNT_DETACH);
 	mnt_cr_teardown(&M);
 }
 
@@ -302,5 +311,70 @@ Test(posix_meta, lookups_survive_forget)
 		cr_assert_arr_eq(buf, "many/f007", 9);
 	}
 	close(fd);
+	mnt_cr_finish(&M);
+}
+
+/* d_ino of `name` as readdir() on the mount shows it, 0 if not listed */
+static ino_t listed_ino(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	ino_t ino = 0;
+
+	cr_assert_not_null(d, "opendir %s: %s", dir, strerror(errno));
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, name) == 0)
+			ino = e->d_ino;
+	closedir(d);
+	return ino;
+}
+
+Test(posix_meta, inode_numbers_stay_distinct_across_file_systems)
+{
+	static const char *const rel[2] = { "t1", "t2" };
+	struct stat src_root[2], src_f[2], root, top[2], f[2], g;
+
+	for (int i = 0; i < 2; i++) {
+		MNT_EXPECT_OK(mkdir(src_path(&M, rel[i]), 0755));
+		snprintf(nested[i], sizeof(nested[i]), "%s", src_path(&M, rel[i]));
+		if (mount("cfqfs-test", nested[i], "tmpfs", 0, "size=1m") != 0) {
+			nested[i][0] = '\0';
+			cr_skip_test("cannot mount a tmpfs under SOURCE: %s", strerror(errno));
+		}
+		cr_assert_eq(mnt_put(src_path(&M, i ? "t2/f" : "t1/f"), "x", 1, 0644), 0);
+		src_root[i] = lstat_ok(nested[i]);
+		src_f[i] = lstat_ok(src_path(&M, i ? "t2/f" : "t1/f"));
+	}
+	/* the case to handle: equal numbers on different devices */
+	cr_assert_neq(src_root[0].st_dev, src_root[1].st_dev);
+	cr_assert_eq(src_root[0].st_ino, src_root[1].st_ino,
+		     "two fresh tmpfs roots differ in number (%ju, %ju): nothing to test",
+		     (uintmax_t)src_root[0].st_ino, (uintmax_t)src_root[1].st_ino);
+	cr_assert_eq(src_f[0].st_ino, src_f[1].st_ino, "first files of two fresh tmpfs differ");
+
+	MNT_EXPECT_OK(link(mnt_path(&M, "t1/f"), mnt_path(&M, "t1/g")));
+	root = lstat_ok(mnt_path(&M, ""));
+	for (int i = 0; i < 2; i++) {
+		top[i] = lstat_ok(mnt_path(&M, rel[i]));
+		f[i] = lstat_ok(mnt_path(&M, i ? "t2/f" : "t1/f"));
+	}
+	g = lstat_ok(mnt_path(&M, "t1/g"));
+	const struct stat *all[] = { &root, &top[0], &top[1], &f[0], &f[1] };
+	for (size_t i = 0; i < 5; i++)
+		for (size_t j = i + 1; j < 5; j++)
+			cr_assert_neq(all[i]->st_ino, all[j]->st_ino,
+				      "objects %zu and %zu show inode %ju through the mount "
+				      "(root, t1, t2, t1/f, t2/f)", i, j, (uintmax_t)all[i]->st_ino);
+	cr_assert_eq(g.st_ino, f[0].st_ino, "a hard link shows another inode number");
+	cr_assert_eq(listed_ino(mnt_path(&M, "t1"), "f"), f[0].st_ino, "d_ino != st_ino in t1");
+	cr_assert_eq(listed_ino(mnt_path(&M, "t2"), "f"), f[1].st_ino, "d_ino != st_ino in t2");
+	/* after the kernel forgets them, the same numbers come back */
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	if (fd >= 0) {
+		cr_assert_eq(write(fd, "2", 1), 1);
+		close(fd);
+	}
+	cr_assert_eq(lstat_ok(mnt_path(&M, "t2/f")).st_ino, f[1].st_ino);
+	cr_assert_eq(lstat_ok(mnt_path(&M, "t1")).st_ino, top[0].st_ino);
 	mnt_cr_finish(&M);
 }
