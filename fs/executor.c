@@ -62,6 +62,11 @@
  * wake-up (glibc before 2.38 can lose one, BZ 25847: a shutdown hung in stop_workers with
  * every worker asleep), which would otherwise leave a request or the stop unnoticed. */
 #define EXEC_MAX_SLEEP_NS (1000ull * 1000000ull)
+/* [ns] how often queued requests whose caller got a handled signal are looked at again, in
+ * case it has been killed since (recheck_interrupted()). */
+#define EXEC_IRQ_RECHECK_NS (200ull * 1000000ull)
+/* records looked at per recheck (the others: at the next one) */
+#define EXEC_IRQ_BATCH 32u
 /* [ns] at most one "limit reached" warning per this interval. */
 #define EXEC_LIMIT_WARN_NS (10ull * 1000000000ull)
 
@@ -93,6 +98,10 @@ struct exec_req {
 				    record's chain yet; protected by ex->lock */
 	bool irq_pending;	 /* interrupted while pinned: the submitter cancels it when it
 				    unpins; protected by ex->lock */
+	pid_t irq_tid;		 /* caller whose interrupt was for a handled signal, watched
+				    while the record is queued (recheck_interrupted()), 0 if
+				    none; only while ER_QUEUED (cleared at dispatch and cancel);
+				    counted in ex->nr_irq_watch; protected by ex->lock */
 	struct exec_req *pin_head; /* if pinned when dispatched: its chain's head; protected
 				      by ex->lock */
 	atomic_uint pins;	 /* chain head: members still pinned (set at dispatch, dropped by
@@ -151,6 +160,9 @@ struct executor {
 	struct grp_load *load;	   /* [nr_load], indexed by group id; protected by lock */
 	size_t nr_load;		   /* protected by lock */
 	sched_ns limit_warned;	   /* [ns] last limit warning; protected by lock */
+	unsigned nr_irq_watch;	   /* records with irq_tid set; protected by lock */
+	struct exec_req *irq_cursor; /* where recheck_interrupted() goes on, or NULL; by lock */
+	sched_ns irq_check_at;	   /* [ns] next recheck_interrupted(); protected by lock */
 	size_t pool_bytes;	   /* [bytes] buffers kept by the free list; protected by lock */
 	struct dev_model *dev;	   /* emulated device or NULL; protected by lock */
 	unsigned in_flight;	   /* chains dispatched and not completed (ready, or being issued
@@ -192,7 +204,7 @@ static int check_locked(struct executor *ex, char *buf, size_t len)
 {
 	size_t n = 0, nfree = 0, pool = 0;
 	uint64_t creqs = 0, cbytes = 0, lreqs = 0, lbytes = 0;
-	unsigned ready = 0;
+	unsigned ready = 0, watched = 0;
 	struct exec_req *er;
 
 	for (er = ex->all; er; er = er->all_next) {
@@ -203,6 +215,9 @@ static int check_locked(struct executor *ex, char *buf, size_t len)
 		      "record %zu: free but charged or pinned", n);
 		CHECK(!er->pinned || er->state == ER_QUEUED || er->state == ER_RUNNING,
 		      "record %zu: pinned in state %d", n, (int)er->state);
+		CHECK(er->irq_tid == 0 || er->state == ER_QUEUED, "record %zu: watched in state %d",
+		      n, (int)er->state);
+		watched += er->irq_tid != 0;
 		if (er->charged) {
 			CHECK(er->charged_group < ex->nr_load, "record %zu: charged to group %" PRIu32
 			      " of %zu", n, er->charged_group, ex->nr_load);
@@ -211,6 +226,8 @@ static int check_locked(struct executor *ex, char *buf, size_t len)
 		}
 	}
 	CHECK(n == ex->nr_records, "%zu records on `all`, nr_records %zu", n, ex->nr_records);
+	CHECK(watched == ex->nr_irq_watch, "%u records watched, nr_irq_watch %u", watched,
+	      ex->nr_irq_watch);
 	for (er = ex->free_list; er; er = er->next_free) {
 		CHECK(++nfree <= n, "free list longer than `all` (a cycle?)");
 		CHECK(er->state == ER_FREE, "free-list record in state %d", (int)er->state);
@@ -298,6 +315,15 @@ static void er_uncharge(struct executor *ex, struct exec_req *er)
 	}
 }
 
+/* Stops watching a record's caller (see recheck_interrupted()). Called with ex->lock held. */
+static void irq_unwatch(struct executor *ex, struct exec_req *er)
+{
+	if (er->irq_tid) {
+		er->irq_tid = 0;
+		ex->nr_irq_watch--;
+	}
+}
+
 /* Returns a record to the pool, dropping its charge. Called with ex->lock held. */
 static void er_put(struct executor *ex, struct exec_req *er)
 {
@@ -308,6 +334,7 @@ static void er_put(struct executor *ex, struct exec_req *er)
 		er->buf_cap = 0;
 	}
 	ex->pool_bytes += er->buf_cap;
+	irq_unwatch(ex, er);
 	er->req = NULL;
 	er->irq_req = NULL;
 	er->state = ER_FREE;
@@ -481,6 +508,7 @@ static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 		struct exec_req *er = er_of(m);
 
 		er->state = ER_RUNNING;
+		irq_unwatch(ex, er);
 		if (er->pinned) {
 			er->pin_head = er_of(rq);
 			pins++;
@@ -637,6 +665,8 @@ static void wait_unpinned(struct executor *ex, struct exec_req *head)
  * first thing under it). Returns the chain the caller should issue next (counted), or NULL;
  * the scheduler's other chains went to the ready list.
  */
+static void recheck_interrupted(struct executor *ex, sched_ns now);
+
 static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 				  struct exec_req **answered)
 {
@@ -664,6 +694,12 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 	ex->in_flight--;
 	for (m = rq; m; m = m->merge_next)
 		er_uncharge(ex, er_of(m));
+	/* Under steady load an issuer goes from chain to chain without passing the worker
+	 * loop's top, so the watched callers are looked at here too. */
+	if (ex->nr_irq_watch > 0 && !sched_time_after(ex->irq_check_at, now)) {
+		recheck_interrupted(ex, now);
+		now = clk_now();
+	}
 	/* The completion may let requests go (quantum, idling, depth): take the first, hand
 	 * the rest to the workers, before replying. */
 	next = take_and_dispatch_rest(ex, now);
@@ -695,6 +731,10 @@ static void *worker_main(void *arg)
 		sched_ns now = clk_now();
 		struct sched_rq *rq;
 
+		if (ex->nr_irq_watch > 0 && !sched_time_after(ex->irq_check_at, now)) {
+			recheck_interrupted(ex, now);
+			now = clk_now();
+		}
 		put_answered(ex, &answered);
 		rq = ready_pop(ex);
 		if (!rq)
@@ -714,6 +754,8 @@ static void *worker_main(void *arg)
 				ex->timer_at = when;
 				ex->timer_owner = self;
 			}
+			if (ex->nr_irq_watch > 0 && sched_time_after(when, ex->irq_check_at))
+				when = ex->irq_check_at;
 			if (sched_time_after(when, now)) {
 				struct timespec ts = clk_to_timespec(when);
 				ex->idle_workers++;
@@ -748,6 +790,7 @@ static bool cancel_queued(struct executor *ex, struct exec_req *er)
 	if (er->state != ER_QUEUED || sched_cancel(ex->sd, &er->rq, now) != 0)
 		return false;
 	er->state = ER_RUNNING; /* ours now; nobody else will touch it */
+	irq_unwatch(ex, er);
 	/* Its queue may have been what the scheduler waited on. */
 	dispatch_rest(ex, now);
 	return true;
@@ -763,14 +806,64 @@ static void answer_cancelled(struct executor *ex, struct exec_req *er)
 }
 
 /*
+ * Looks again at up to EXEC_IRQ_BATCH queued records whose caller got a handled signal
+ * (irq_tid, set by on_interrupt()) and withdraws those whose caller is now being killed; the
+ * kernel sends no second interrupt. Called with ex->lock held by an idle worker or by an
+ * issuer after a completion, at most every EXEC_IRQ_RECHECK_NS while some are watched;
+ * drops the lock to read /proc and to answer, and holds it again on return.
+ */
+static void recheck_interrupted(struct executor *ex, sched_ns now)
+{
+	struct watched {
+		struct exec_req *er;
+		fuse_req_t req; /* the record's request when looked at: it may be reused */
+		pid_t tid;
+	} w[EXEC_IRQ_BATCH];
+	unsigned n = 0;
+
+	ex->irq_check_at = now + EXEC_IRQ_RECHECK_NS;
+	/* from where the last look stopped (records are never freed while the executor
+	 * lives), so that more than a batch of watched records all get their turn */
+	struct exec_req *er = ex->irq_cursor ? ex->irq_cursor : ex->all;
+	for (size_t k = 0; k < ex->nr_records && n < EXEC_IRQ_BATCH; k++) {
+		if (er->irq_tid) /* then queued (see exec_req) */
+			w[n++] = (struct watched){ er, er->irq_req, er->irq_tid };
+		er = er->all_next ? er->all_next : ex->all;
+	}
+	ex->irq_cursor = er;
+	if (n == 0)
+		return;
+	pthread_mutex_unlock(&ex->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (cg_task_dying(NULL, w[i].tid) != 1)
+			w[i].er = NULL;
+	pthread_mutex_lock(&ex->lock);
+	unsigned nc = 0;
+	for (unsigned i = 0; i < n; i++) {
+		er = w[i].er;
+		/* cancel_queued() also stops the watch */
+		if (er && er->irq_req == w[i].req && er->irq_tid == w[i].tid && !er->pinned &&
+		    cancel_queued(ex, er))
+			w[nc++].er = er;
+	}
+	if (nc == 0)
+		return;
+	pthread_mutex_unlock(&ex->lock);
+	for (unsigned i = 0; i < nc; i++)
+		answer_cancelled(ex, w[i].er);
+	pthread_mutex_lock(&ex->lock);
+}
+
+/*
  * libfuse calls this when the caller of a pending request got a signal. The kernel sends
  * FUSE_INTERRUPT for any signal, handled ones included, and passes an EINTR answer to read(),
  * write() and fsync() as it is (it restarts only lock requests). So a queued request is
  * withdrawn only when its caller is being killed (cg_task_dying()): a caller that merely
  * handles a signal (a timer, a profiler, Go's preemption) goes on waiting for its I/O, as it
  * would on a local disk. When the caller's state cannot be read, the request is served too:
- * late beats a spurious EINTR. The kernel interrupts a request once, so a caller killed after
- * a handled signal is served in turn; the kernel then drops the answer.
+ * late beats a spurious EINTR. The kernel interrupts a request once, so the caller of such a
+ * request is watched while it stays queued: recheck_interrupted() withdraws it if the caller
+ * is killed later, as a process being killed must not wait for its turn in the scheduler.
  */
 static void on_interrupt(fuse_req_t req, void *data)
 {
@@ -778,8 +871,19 @@ static void on_interrupt(fuse_req_t req, void *data)
 	struct executor *ex = er->ex;
 	bool cancelled = false;
 
-	if (cg_task_dying(NULL, fuse_req_ctx(req)->pid) != 1)
+	pid_t tid = fuse_req_ctx(req)->pid;
+
+	if (cg_task_dying(NULL, tid) != 1) {
+		/* a handled signal: served as usual, but the caller is watched while it waits */
+		pthread_mutex_lock(&ex->lock);
+		if (er->irq_req == req && er->state == ER_QUEUED && !er->irq_tid && tid > 0) {
+			er->irq_tid = tid;
+			if (ex->nr_irq_watch++ == 0)
+				ex->irq_check_at = clk_now() + EXEC_IRQ_RECHECK_NS;
+		}
+		pthread_mutex_unlock(&ex->lock);
 		return;
+	}
 	pthread_mutex_lock(&ex->lock);
 	if (er->irq_req == req && er->state == ER_QUEUED) {
 		if (er->pinned)

@@ -15,6 +15,9 @@
  * And the reverse: a client that only handles a signal (a 1 ms interval timer) while its
  * reads, writes and fsyncs wait behind greedy readers gets every one of them done, never
  * EINTR (the kernel sends FUSE_INTERRUPT for handled signals too, and passes EINTR on).
+ * And both: an IDLE-class reader starved by greedy readers gets a handled signal (its one
+ * interrupt, so the daemon keeps its request), then SIGKILL: it must go while the greedy
+ * readers still run, not when the scheduler would have served it.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -25,7 +28,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,5 +357,78 @@ Test(kill, handled_signals_do_not_fail_io)
 	cr_assert_eq(rep.other, 0, "%ld of %ld requests failed, came short or read wrong data",
 		     rep.other, rep.ops);
 	expect_queues_drained("after the timed child");
+	mnt_cr_finish(&M);
+}
+
+/* In a forked child: IDLE class, a handled SIGALRM 200 ms in, then reads of big until killed,
+ * counting the ones that complete in *done. */
+static void idle_reader(volatile long *done)
+{
+	static unsigned char buf[CHUNK];
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 0 }, { 0, 200000 } };
+	int fd;
+
+	sigemptyset(&sa.sa_mask);
+	/* IOPRIO_WHO_PROCESS, this process, class 3 (IDLE) << 13; before the open, which
+	 * classifies the caller (and the classification is cached for a while) */
+	if (syscall(SYS_ioprio_set, 1, 0, 3 << 13) != 0)
+		_exit(2);
+	fd = open(mnt_path(&M, "big"), O_RDONLY);
+	if (fd < 0 || sigaction(SIGALRM, &sa, NULL) != 0 || setitimer(ITIMER_REAL, &it, NULL) != 0)
+		_exit(2);
+	for (unsigned i = 0;; i++) {
+		if (pread(fd, buf, CHUNK, (off_t)((i * 13u) % (BIG_LEN / CHUNK)) * CHUNK) < 0 &&
+		    errno != EINTR)
+			_exit(3);
+		(*done)++;
+	}
+}
+
+Test(kill, killed_after_a_handled_signal_goes_at_once)
+{
+	struct ch_client cl[3];
+	volatile long *done = mmap(NULL, sizeof(long), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int st = 0;
+
+	cr_assert_neq((void *)done, MAP_FAILED);
+	*done = 0;
+	for (unsigned i = 0; i < 3; i++)
+		cr_assert_eq(ch_spawn(&cl[i], CH_READER, mnt_path(&M, "big"), BIG_SEED, BIG_LEN,
+				      CHUNK, 20.0), 0, "spawn reader %u", i);
+	usleep(300000); /* the readers' queues are busy before the IDLE reader comes */
+	pid_t pid = fork();
+	if (pid == 0) /* no cr_ call in the child */
+		idle_reader(done);
+	cr_assert_geq(pid, 0, "fork");
+	usleep(1000000); /* its SIGALRM came at 200 ms; its read still waits */
+	long before = *done;
+	bool alive_then = waitpid(pid, &st, WNOHANG) == 0;
+	kill(pid, SIGKILL);
+	double t0 = ch_now();
+	pid_t r = 0;
+	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && ch_now() - t0 < 10.0)
+		usleep(20000);
+	double gone = ch_now() - t0;
+	if (r == 0) { /* still there: let the readers go, then it is served and dies */
+		ch_kill_all(cl, 3, 10000);
+		waitpid(pid, &st, 0);
+	}
+	/* were the readers still running when it went? */
+	unsigned running = 0;
+	for (unsigned i = 0; i < 3; i++)
+		running += kill(cl[i].pid, 0) == 0 && waitpid(cl[i].pid, NULL, WNOHANG) == 0;
+	int stuck = r == 0 ? -1 : ch_kill_all(cl, 3, 10000);
+	fprintf(stderr, "kill: IDLE reader: %ld reads done in 1 s beside greedy readers; gone "
+		"%.2f s after SIGKILL with %u readers still running\n", before, gone, running);
+	cr_assert(alive_then, "the IDLE reader ended by itself (status %#x)", st);
+	cr_assert_lt(stuck, 0, "reader %d not gone 10 s after SIGKILL", stuck);
+	cr_assert_neq(r, 0, "the killed IDLE reader was still there 10 s after SIGKILL: its "
+		      "request waited for its turn");
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", st);
+	cr_assert_eq(running, 3, "the greedy readers had stopped: the kill proves nothing");
+	munmap((void *)done, sizeof(long));
+	expect_queues_drained("after the killed IDLE reader");
 	mnt_cr_finish(&M);
 }
