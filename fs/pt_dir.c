@@ -151,6 +151,7 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 			}
 			if (rc)
 				break;
+			e.attr.st_ino = pt_inode_shown_ino(fs->it, e.attr.st_dev, e.attr.st_ino);
 		} else {
 			/* "." and "..": no lookup (and no reference) on them; ino 0 entries are
 			 * listed but not instantiated by the kernel. */

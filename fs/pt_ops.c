@@ -91,10 +91,8 @@ int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, con
 	(void)req;
 	memset(e, 0, sizeof(*e));
 	rc = pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
-	if (rc == 0) {
-		e->attr.st_ino = pt_inode_shown_ino(fs->it, e->attr.st_dev, e->attr.st_ino);
+	if (rc == 0)
 		fill_entry_timeouts(fs, e);
-	}
 	else if (rc == -EMFILE || rc == -ENFILE)
 		warn_fd_limit(fs, rc);
 	return rc;
@@ -107,11 +105,15 @@ static void reply_attr(struct pt_fs *fs, fuse_req_t req, struct stat *st)
 	fuse_reply_attr(req, st, fs->opts.attr_timeout);
 }
 
-/* Replies an entry; if the kernel has gone away (interrupted request), the reference the entry
- * carried is dropped again so the inode does not leak. */
+/* Replies an entry (with the inode number shown through the mount; e keeps the backing one);
+ * if the kernel has gone away (interrupted request), the reference the entry carried is
+ * dropped again so the inode does not leak. */
 static void reply_entry(struct pt_fs *fs, fuse_req_t req, const struct fuse_entry_param *e)
 {
-	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
+	struct fuse_entry_param shown = *e;
+
+	shown.attr.st_ino = pt_inode_shown_ino(fs->it, e->attr.st_dev, e->attr.st_ino);
+	if (fuse_reply_entry(req, &shown) == -ENOENT && e->ino)
 		pt_inode_forget(fs->it, e->ino, 1);
 }
 
@@ -466,10 +468,8 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	if (rc)
 		goto out_put;
 	rc = pt_inode_ref(fs->it, in, &e.attr, &e.ino);
-	if (rc == 0) {
-		e.attr.st_ino = pt_inode_shown_ino(fs->it, e.attr.st_dev, e.attr.st_ino);
+	if (rc == 0)
 		fill_entry_timeouts(fs, &e);
-	}
 out_put:
 	pt_inode_put(fs->it, dir);
 	pt_inode_put(fs->it, in);
@@ -881,6 +881,8 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	fi->fh = (uint64_t)(uintptr_t)pf;
 	set_open_flags(fs, fi);
+	/* the handle keeps the backing number (lock owners); the kernel gets the shown one */
+	e.attr.st_ino = pt_inode_shown_ino(fs->it, e.attr.st_dev, e.attr.st_ino);
 	goto out_put;
 
 out_close:

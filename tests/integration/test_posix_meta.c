@@ -4,7 +4,8 @@
  * UTIME_NOW), mknod (fifo, socket, char device), symlink/readlink, hard links and lookups that
  * survive the kernel forgetting inodes. Every effect is checked in SOURCE. And inode numbers
  * when SOURCE spans file systems: two fresh tmpfs mounted under SOURCE number their inodes
- * alike, and the mount (one st_dev) must still show distinct numbers.
+ * alike, and the mount (one st_dev) must still show distinct numbers, while locks still
+ * key on the backing file.
  */
 #include <criterion/criterion.h>
 
@@ -314,6 +315,19 @@ Test(posix_meta, lookups_survive_forget)
 	mnt_cr_finish(&M);
 }
 
+/* In a child: F_SETLK of byte 0 of `arg` (opened without O_CREAT); exit 0 or the errno. */
+static int try_lock(void *arg)
+{
+	struct flock wl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	int fd = open(arg, O_RDWR);
+
+	if (fd < 0)
+		return errno;
+	int rc = fcntl(fd, F_SETLK, &wl) == 0 ? 0 : errno;
+	close(fd);
+	return rc;
+}
+
 /* d_ino of `name` as readdir() on the mount shows it, 0 if not listed */
 static ino_t listed_ino(const char *dir, const char *name)
 {
@@ -368,6 +382,16 @@ Test(posix_meta, inode_numbers_stay_distinct_across_file_systems)
 	cr_assert_eq(g.st_ino, f[0].st_ino, "a hard link shows another inode number");
 	cr_assert_eq(listed_ino(mnt_path(&M, "t1"), "f"), f[0].st_ino, "d_ino != st_ino in t1");
 	cr_assert_eq(listed_ino(mnt_path(&M, "t2"), "f"), f[1].st_ino, "d_ino != st_ino in t2");
+	/* A record lock taken through the handle create returned conflicts with one asked
+	 * through a plain open by another process: both handles name the same backing file. */
+	int cfd = open(mnt_path(&M, "t2/lk"), O_RDWR | O_CREAT | O_EXCL, 0644);
+	cr_assert_geq(cfd, 0, "create t2/lk: %s", strerror(errno));
+	struct flock wl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	cr_assert_eq(fcntl(cfd, F_SETLK, &wl), 0, "lock t2/lk: %s", strerror(errno));
+	int rc = mnt_fork_run(try_lock, (void *)mnt_path(&M, "t2/lk"), 10000);
+	close(cfd);
+	cr_assert(rc == EAGAIN || rc == EACCES, "a second process locked t2/lk beside the "
+		  "creator's lock: %s (exit %d)", rc > 0 && rc < 128 ? strerror(rc) : "-", rc);
 	/* after the kernel forgets them, the same numbers come back */
 	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
 	if (fd >= 0) {
