@@ -334,7 +334,6 @@ static void er_put(struct executor *ex, struct exec_req *er)
 		er->buf_cap = 0;
 	}
 	ex->pool_bytes += er->buf_cap;
-	irq_unwatch(ex, er);
 	er->req = NULL;
 	er->irq_req = NULL;
 	er->state = ER_FREE;
@@ -667,6 +666,16 @@ static void wait_unpinned(struct executor *ex, struct exec_req *head)
  */
 static void recheck_interrupted(struct executor *ex, sched_ns now);
 
+/* Runs recheck_interrupted() if some records are watched and it is due; *now is refreshed
+ * if it ran (it drops the lock). Called with ex->lock held. */
+static void recheck_if_due(struct executor *ex, sched_ns *now)
+{
+	if (ex->nr_irq_watch > 0 && !sched_time_after(ex->irq_check_at, *now)) {
+		recheck_interrupted(ex, *now);
+		*now = clk_now();
+	}
+}
+
 static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 				  struct exec_req **answered)
 {
@@ -696,10 +705,7 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 		er_uncharge(ex, er_of(m));
 	/* Under steady load an issuer goes from chain to chain without passing the worker
 	 * loop's top, so the watched callers are looked at here too. */
-	if (ex->nr_irq_watch > 0 && !sched_time_after(ex->irq_check_at, now)) {
-		recheck_interrupted(ex, now);
-		now = clk_now();
-	}
+	recheck_if_due(ex, &now);
 	/* The completion may let requests go (quantum, idling, depth): take the first, hand
 	 * the rest to the workers, before replying. */
 	next = take_and_dispatch_rest(ex, now);
@@ -731,10 +737,7 @@ static void *worker_main(void *arg)
 		sched_ns now = clk_now();
 		struct sched_rq *rq;
 
-		if (ex->nr_irq_watch > 0 && !sched_time_after(ex->irq_check_at, now)) {
-			recheck_interrupted(ex, now);
-			now = clk_now();
-		}
+		recheck_if_due(ex, &now);
 		put_answered(ex, &answered);
 		rq = ready_pop(ex);
 		if (!rq)
