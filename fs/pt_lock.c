@@ -12,7 +12,8 @@
  *   - a process's locks go away when it closes ANY descriptor of the file: the kernel sends
  *     FLUSH with that owner on every close(2), and flush closes the owner's description;
  *   - F_GETLK reports the owner's pid: the conflicting OFD lock is matched to the record
- *     holding it (probing each other owner's description), whose pid came with its F_SETLK.
+ *     holding it (the lock list of each other owner's description, /proc/self/fdinfo),
+ *     whose pid came with its F_SETLK.
  * Locks taken on SOURCE by processes outside the mount are seen and honoured (the backing
  * kernel arbitrates); their pid is reported as the backing kernel gives it.
  *
@@ -280,31 +281,71 @@ static void put_owner(struct pt_locks *tab, struct lock_owner *lo)
 }
 
 /*
- * Which owner holds `found`, the conflicting lock F_OFD_GETLK reported for a request of type
- * `type` by owner `requester` on file (dev, ino)? A lock is invisible from its own description,
- * so probing from each other owner's description over found's range makes it vanish (or
- * change) exactly for its holder. Called with tab->lock held; the probes do not block.
- * Returns NULL if no owner of the mount holds it (a process outside the mount does).
+ * Does one line of /proc/self/fdinfo/FD show an OFD lock of found's type (F_RDLCK or F_WRLCK)
+ * over exactly found's range (SEEK_SET; l_len 0: to the end of the file)? false for any other
+ * line or a malformed one. The kernel prints a description's locks as
+ *   "lock:\t1: OFDLCK ADVISORY  READ -1 fe:00:10952859 0 9"   (end "EOF" for l_len 0).
+ */
+static bool fdinfo_line_matches(const char *line, const struct flock *found)
+{
+	char kind[16], rw[16], end[24], *stop;
+	long long start, last;
+
+	if ((found->l_type != F_RDLCK && found->l_type != F_WRLCK) || found->l_start < 0 ||
+	    found->l_len < 0 ||
+	    sscanf(line, "lock: %*d: %15s %*s %15s %*d %*s %lld %23s", kind, rw, &start, end) != 4)
+		return false;
+	if (strcmp(kind, "OFDLCK") != 0 ||
+	    strcmp(rw, found->l_type == F_WRLCK ? "WRITE" : "READ") != 0 ||
+	    start != (long long)found->l_start)
+		return false;
+	if (found->l_len == 0)
+		return strcmp(end, "EOF") == 0;
+	errno = 0;
+	last = strtoll(end, &stop, 10);
+	return errno == 0 && *stop == '\0' && stop != end &&
+	       last == (long long)found->l_start + (long long)found->l_len - 1;
+}
+
+/* Does the description `fd` itself hold the OFD lock `found`? /proc/self/fdinfo lists exactly
+ * a description's own locks; nothing else tells two owners' identical shared locks apart (each
+ * looks the same from the other's side). false if the list cannot be read. */
+static bool holds(int fd, const struct flock *found)
+{
+	char path[48], line[256];
+	bool hit = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	/* a line longer than the buffer comes in pieces, and no piece but the first starts
+	 * with "lock:" (lock lines are far shorter) */
+	while (!hit && fgets(line, sizeof(line), f))
+		hit = fdinfo_line_matches(line, found);
+	fclose(f);
+	return hit;
+}
+
+/*
+ * Which owner holds `found`, the conflicting lock F_OFD_GETLK reported for a request by owner
+ * `requester` on file (dev, ino)? The first other owner whose own description holds exactly
+ * that lock; with identical shared locks of several owners any of them is an answer (as the
+ * kernel's F_GETLK names whichever it meets first). Probing from the other descriptions cannot
+ * tell: an identical lock of a third owner hides the change, and a description holding
+ * nothing may see the requester's own lock instead. Called with tab->lock held; reading
+ * fdinfo does not block. Returns NULL if no owner of the mount holds it (a process outside the
+ * mount does).
  */
 static struct lock_owner *holder(struct pt_locks *tab, dev_t dev, ino_t ino, uint64_t requester,
-				 short type, const struct flock *found)
+				 const struct flock *found)
 {
 	struct lock_owner *lo;
 
 	for (lo = *chain(tab, dev, ino); lo; lo = lo->next) {
-		struct flock probe = {
-			.l_type = type,
-			.l_whence = SEEK_SET,
-			.l_start = found->l_start,
-			.l_len = found->l_len,
-		};
-
-		if (lo->dev != dev || lo->ino != ino || lo->owner == requester)
-			continue;
-		if (fcntl(lo->fd, F_OFD_GETLK, &probe) == -1)
-			continue;
-		if (probe.l_type == F_UNLCK || probe.l_type != found->l_type ||
-		    probe.l_start != found->l_start || probe.l_len != found->l_len)
+		if (lo->dev == dev && lo->ino == ino && lo->owner != requester &&
+		    holds(lo->fd, found))
 			return lo;
 	}
 	return NULL;
@@ -320,7 +361,6 @@ static int do_getlk(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner,
 {
 	struct pt_locks *tab = fs->locks;
 	struct lock_owner *lo;
-	short type = lock->l_type;
 	int rc = 0;
 
 	lock->l_pid = 0; /* required by the OFD commands */
@@ -331,7 +371,7 @@ static int do_getlk(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner,
 	if (fcntl(lo ? lo->fd : pf->fd, F_OFD_GETLK, lock) == -1)
 		rc = -errno;
 	else if (lock->l_type != F_UNLCK && lock->l_pid == -1)
-		lock->l_pid = pid_of(holder(tab, pf->dev, pf->ino, owner, type, lock));
+		lock->l_pid = pid_of(holder(tab, pf->dev, pf->ino, owner, lock));
 	pthread_mutex_unlock(&tab->lock);
 	return rc;
 }
@@ -437,7 +477,7 @@ static struct lock_owner *blocker_of(struct pt_locks *tab, const struct lock_own
 	probe.l_pid = 0;
 	if (fcntl(from->fd, F_OFD_GETLK, &probe) == -1 || probe.l_type == F_UNLCK)
 		return NULL;
-	return holder(tab, from->dev, from->ino, from->owner, fl->l_type, &probe);
+	return holder(tab, from->dev, from->ino, from->owner, &probe);
 }
 
 /*

@@ -87,7 +87,7 @@ static void on_alarm(int sig)
 	(void)sig;
 }
 
-/* In a child: SIGALRM in `secs` interrupts the call in progress (no SA_RESTART). */
+/* SIGALRM in `secs` interrupts the call in progress (no SA_RESTART). */
 static void interrupt_in(unsigned secs)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };
@@ -270,6 +270,53 @@ Test(lock_waits, a_deadlock_between_two_processes_gets_edeadlk)
 			  (parent_code == GOT_LOCK && child_code == GOT_EDEADLK),
 		  "deadlock not refused: parent got code %d, child %d (%d = EDEADLK, %d = lock)",
 		  parent_code, child_code, GOT_EDEADLK, GOT_LOCK);
+	close(fd);
+	mnt_cr_finish(&M);
+}
+
+/*
+ * Two processes share a read lock on one range and both ask to upgrade it to a write lock:
+ * each waits for the other's read lock, a cycle the kernel refuses with EDEADLK. The holder
+ * of an identical shared lock must be found although the other owner's lock looks the same
+ * from every side (it was not: both waited forever).
+ */
+Test(lock_waits, upgrading_a_shared_lock_on_both_sides_gets_edeadlk)
+{
+	int fd, ready[2], parent_code, child_code;
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(mnt_put(src_path(&M, "up"), "0123456789", 10, 0644), 0);
+	fd = open_rw("up");
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_RDLCK, 0, 10));
+	cr_assert_eq(pipe(ready), 0);
+	pid = fork_or_fail();
+	if (pid == 0) {
+		int cfd = open(mnt_path(&M, "up"), O_RDWR);
+
+		if (cfd < 0 || range_lock(cfd, F_SETLK, F_RDLCK, 0, 10) != 0)
+			_exit(CHILD_SETUP);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(CHILD_SETUP);
+		alarm(20);
+		/* waits for the parent's read lock */
+		_exit(code_of(range_lock(cfd, F_SETLKW, F_WRLCK, 0, 10)));
+	}
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "child could not share the read lock");
+	close(ready[0]);
+	usleep(300 * 1000); /* let the child's F_SETLKW reach the daemon */
+	cr_assert(still_running(pid), "the child's upgrade did not wait for the parent's lock");
+	interrupt_in(10); /* a missed deadlock shows as EINTR here, not as a hung test */
+	parent_code = code_of(range_lock(fd, F_SETLKW, F_WRLCK, 0, 10));
+	alarm(0);
+	MNT_EXPECT_OK(range_lock(fd, F_SETLK, F_UNLCK, 0, 10)); /* the child may go on */
+	child_code = wait_child(pid, 10000);
+	cr_assert((parent_code == GOT_EDEADLK && child_code == GOT_LOCK) ||
+			  (parent_code == GOT_LOCK && child_code == GOT_EDEADLK),
+		  "deadlock not refused: parent got code %d, child %d (%d = EDEADLK, %d = EINTR, "
+		  "%d = lock)",
+		  parent_code, child_code, GOT_EDEADLK, GOT_EINTR, GOT_LOCK);
 	close(fd);
 	mnt_cr_finish(&M);
 }

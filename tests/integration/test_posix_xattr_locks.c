@@ -339,6 +339,113 @@ Test(posix_xattr_locks, posix_getlk_reports_owner_pid)
 	mnt_cr_finish(&M);
 }
 
+/*
+ * A child that takes record lock `type` on [start, start + len) of `path` through the mount
+ * and holds it until killed. Returns its pid once it holds the lock, or -1 if it could not
+ * (it is reaped then).
+ */
+static pid_t spawn_holder(const char *path, short type, off_t start, off_t len)
+{
+	int ready[2];
+	char c;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(ready) != 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = start,
+				    .l_len = len };
+		int fd = open(path, O_RDWR);
+
+		close(ready[0]);
+		if (fd < 0 || fcntl(fd, F_SETLK, &fl) != 0 || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	n = pid > 0 ? read(ready[0], &c, 1) : -1;
+	close(ready[0]);
+	if (pid > 0 && n != 1) {
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	return pid;
+}
+
+static void kill_holders(const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+}
+
+/* F_GETLK write [0, 100) from this process: the l_pid reported (-1 if the call failed or no
+ * lock conflicts). */
+static pid_t getlk_pid(const char *path)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 100 };
+	int fd = open(path, O_RDWR), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fcntl(fd, F_GETLK, &fl);
+	close(fd);
+	return rc == 0 && fl.l_type != F_UNLCK ? fl.l_pid : -1;
+}
+
+/*
+ * F_GETLK names a holder of the conflicting lock when several processes hold shared locks:
+ * two identical read locks (each owner's looks like the other's from every side), and a
+ * requester that itself holds a read lock over a third owner's (whose own view shows the
+ * requester's lock, not the holder's). It gave 0, then the wrong process's pid.
+ */
+Test(posix_xattr_locks, posix_getlk_names_the_holder_among_shared_locks)
+{
+	const char *path;
+	pid_t h[3], got_same, got_under;
+	int fd;
+
+	cr_assert_eq(mnt_put(src_path(&M, "shl"), "x", 1, 0644), 0);
+	path = mnt_path(&M, "shl");
+	h[0] = spawn_holder(path, F_RDLCK, 0, 0); /* to the end of the file */
+	h[1] = spawn_holder(path, F_RDLCK, 0, 0);
+	got_same = getlk_pid(path);
+	kill_holders(h, 2);
+	cr_assert(h[0] > 0 && h[1] > 0, "a child could not take its read lock");
+	cr_assert(got_same == h[0] || got_same == h[1],
+		  "two identical read locks of %d and %d: F_GETLK gave l_pid %d", (int)h[0],
+		  (int)h[1], (int)got_same);
+
+	/* this process reads [0, 100), h[0] reads [0, 50), h[1] writes [200, 300) */
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0);
+	{
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = 100 };
+
+		MNT_EXPECT_OK(fcntl(fd, F_SETLK, &fl));
+	}
+	h[0] = spawn_holder(path, F_RDLCK, 0, 50);
+	h[1] = spawn_holder(path, F_WRLCK, 200, 100);
+	{
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 100 };
+
+		got_under = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type == F_RDLCK ? fl.l_pid : -1;
+	}
+	kill_holders(h, 2);
+	close(fd);
+	cr_assert(h[0] > 0 && h[1] > 0, "a child could not take its lock");
+	cr_assert_eq(got_under, h[0], "the holder of [0, 50) is %d (%d holds [200, 300)): "
+		     "F_GETLK gave l_pid %d", (int)h[0], (int)h[1], (int)got_under);
+	mnt_cr_finish(&M);
+}
+
 Test(posix_xattr_locks, posix_lock_blocking_wait_is_woken_by_unlock)
 {
 	struct lock_probe p = { .path = NULL, .owner = getpid() };
