@@ -328,15 +328,25 @@ static bool holds(int fd, const struct flock *found)
 	return hit;
 }
 
+/* Is lo another owner of file (dev, ino) than `requester`? */
+static bool other_owner(const struct lock_owner *lo, dev_t dev, ino_t ino, uint64_t requester)
+{
+	return lo->dev == dev && lo->ino == ino && lo->owner != requester;
+}
+
 /*
  * Which owner holds `found`, the conflicting lock F_OFD_GETLK reported for a request by owner
- * `requester` on file (dev, ino)? The first other owner whose own description holds exactly
- * that lock; with identical shared locks of several owners any of them is an answer (as the
- * kernel's F_GETLK names whichever it meets first). Probing from the other descriptions cannot
- * tell: an identical lock of a third owner hides the change, and a description holding
- * nothing may see the requester's own lock instead. Called with tab->lock held; reading
- * fdinfo does not block. Returns NULL if no owner of the mount holds it (a process outside the
- * mount does).
+ * `requester` on file (dev, ino)? An owner whose own description holds exactly that lock;
+ * with identical shared locks of several owners any of them is an answer (as the kernel's
+ * F_GETLK names whichever it meets first).
+ *   1. A description that sees no lock at all over found's range (a write probe conflicts
+ *      with every lock) holds found itself: found would be visible from any other. This
+ *      settles the usual case of one holder with one fcntl per owner.
+ *   2. Otherwise each owner's own lock list (fdinfo) decides. The probe alone cannot: an
+ *      identical lock of a third owner hides the holder's, and a description holding
+ *      nothing may see the requester's own lock and look changed.
+ * Called with tab->lock held; neither step blocks. Returns NULL if no owner of the mount holds
+ * found (a process outside the mount does).
  */
 static struct lock_owner *holder(struct pt_locks *tab, dev_t dev, ino_t ino, uint64_t requester,
 				 const struct flock *found)
@@ -344,8 +354,19 @@ static struct lock_owner *holder(struct pt_locks *tab, dev_t dev, ino_t ino, uin
 	struct lock_owner *lo;
 
 	for (lo = *chain(tab, dev, ino); lo; lo = lo->next) {
-		if (lo->dev == dev && lo->ino == ino && lo->owner != requester &&
-		    holds(lo->fd, found))
+		struct flock probe = {
+			.l_type = F_WRLCK,
+			.l_whence = SEEK_SET,
+			.l_start = found->l_start,
+			.l_len = found->l_len,
+		};
+
+		if (other_owner(lo, dev, ino, requester) &&
+		    fcntl(lo->fd, F_OFD_GETLK, &probe) == 0 && probe.l_type == F_UNLCK)
+			return lo;
+	}
+	for (lo = *chain(tab, dev, ino); lo; lo = lo->next) {
+		if (other_owner(lo, dev, ino, requester) && holds(lo->fd, found))
 			return lo;
 	}
 	return NULL;
