@@ -29,7 +29,8 @@
  *     for SA_RESTART);
  *   - POSIX deadlocks between the mount's callers get EDEADLK, found as the kernel finds them
  *     (follow "the holder of what I need waits for the holder of ...", at most
- *     PT_DEADLOCK_STEPS hops); OFD locks on SOURCE would otherwise wait forever;
+ *     PT_DEADLOCK_STEPS hops), when a request would wait and again when another lock comes
+ *     to block a waiter; OFD locks on SOURCE would otherwise wait forever;
  *   - flock has no deadlock detection (nor has the kernel's).
  * When the daemon stops, waiters get ENOLCK: not EINTR, which the kernel turns into a
  * restart that, with no signal pending, reaches the caller as errno 512 (ERESTARTSYS).
@@ -99,6 +100,9 @@ struct lock_waiter {
 	 * with it, where the kernel would keep it: a rare race left as is. */
 	struct lock_owner *lo;
 	struct flock fl;	   /* POSIX: what it asks for */
+	/* POSIX: the conflicting lock its description saw last (F_OFD_GETLK); when another one
+	 * blocks it, the deadlock check runs again (waiter_main). Protected by tab->lock. */
+	struct flock blocking;
 	int fd;			   /* flock: the handle's descriptor (held open by the caller) */
 	int op;			   /* flock: LOCK_SH or LOCK_EX */
 	struct lock_waiter *next;  /* waiting list (FIFO) or free list; by tab->lock */
@@ -336,17 +340,22 @@ static bool other_owner(const struct lock_owner *lo, dev_t dev, ino_t ino, uint6
 
 /*
  * Which owner holds `found`, the conflicting lock F_OFD_GETLK reported for a request by owner
- * `requester` on file (dev, ino)? An owner whose own description holds exactly that lock;
- * with identical shared locks of several owners any of them is an answer (as the kernel's
- * F_GETLK names whichever it meets first).
+ * `requester` on file (dev, ino)? An owner whose own description holds exactly that lock (its
+ * lock list, fdinfo, says so); with identical shared locks of several owners any of them is an
+ * answer (as the kernel's F_GETLK names whichever it meets first).
  *   1. A description that sees no lock at all over found's range (a write probe conflicts
- *      with every lock) holds found itself: found would be visible from any other. This
- *      settles the usual case of one holder with one fcntl per owner.
- *   2. Otherwise each owner's own lock list (fdinfo) decides. The probe alone cannot: an
- *      identical lock of a third owner hides the holder's, and a description holding
- *      nothing may see the requester's own lock and look changed.
- * Called with tab->lock held; neither step blocks. Returns NULL if no owner of the mount holds
- * found (a process outside the mount does).
+ *      with every lock) is the one candidate: found would be visible from any other. Its
+ *      lock list confirms it, or found has gone since it was reported (tab->lock does not
+ *      stop locks from changing: unlocks of the mount run outside it, and processes outside
+ *      the mount take and drop locks on SOURCE at any time), and then nobody holds it.
+ *      Taking the candidate unconfirmed named, after such a release, an owner that never
+ *      locked the range: a wrong F_GETLK pid, and a false EDEADLK through deadlock().
+ *   2. If every description sees a lock there, each other owner's lock list decides. The
+ *      probe cannot: an identical lock of a third owner hides the holder's, and a
+ *      description holding nothing may see the requester's own lock and look changed.
+ * So the usual case (one holder) costs one fcntl per owner up to the holder and one lock list.
+ * Called with tab->lock held; nothing here blocks. Returns NULL if no owner of the mount holds
+ * found (a process outside the mount does, or it is gone).
  */
 static struct lock_owner *holder(struct pt_locks *tab, dev_t dev, ino_t ino, uint64_t requester,
 				 const struct flock *found)
@@ -363,7 +372,7 @@ static struct lock_owner *holder(struct pt_locks *tab, dev_t dev, ino_t ino, uin
 
 		if (other_owner(lo, dev, ino, requester) &&
 		    fcntl(lo->fd, F_OFD_GETLK, &probe) == 0 && probe.l_type == F_UNLCK)
-			return lo;
+			return holds(lo->fd, found) ? lo : NULL;
 	}
 	for (lo = *chain(tab, dev, ino); lo; lo = lo->next) {
 		if (other_owner(lo, dev, ino, requester) && holds(lo->fd, found))
@@ -377,22 +386,38 @@ static pid_t pid_of(const struct lock_owner *lo)
 	return lo ? lo->pid : 0;
 }
 
+/* Times F_GETLK asks again when the OFD lock it found went before its holder was named. */
+#define PT_GETLK_TRIES 3
+
 static int do_getlk(struct pt_fs *fs, const struct pt_file *pf, uint64_t owner,
 		    struct flock *lock)
 {
 	struct pt_locks *tab = fs->locks;
-	struct lock_owner *lo;
+	const struct flock asked = *lock;
+	struct lock_owner *lo, *h;
 	int rc = 0;
 
-	lock->l_pid = 0; /* required by the OFD commands */
 	pthread_mutex_lock(&tab->lock);
 	/* From the requester's own description its own locks are ignored, as F_GETLK wants; an
 	 * owner without a record holds no lock, and the handle's fd carries none. */
 	lo = find(tab, pf, owner);
-	if (fcntl(lo ? lo->fd : pf->fd, F_OFD_GETLK, lock) == -1)
-		rc = -errno;
-	else if (lock->l_type != F_UNLCK && lock->l_pid == -1)
-		lock->l_pid = pid_of(holder(tab, pf->dev, pf->ino, owner, lock));
+	for (int tries = 1;; tries++) {
+		*lock = asked;
+		lock->l_pid = 0; /* required by the OFD commands */
+		if (fcntl(lo ? lo->fd : pf->fd, F_OFD_GETLK, lock) == -1) {
+			rc = -errno;
+			break;
+		}
+		if (lock->l_type == F_UNLCK || lock->l_pid != -1)
+			break; /* free, or a classic POSIX lock outside the mount: its pid */
+		h = holder(tab, pf->dev, pf->ino, owner, lock);
+		/* No holder: an OFD lock outside the mount (pid 0, as the backing kernel gives
+		 * it), or the lock went meanwhile; then what is there now is the answer. */
+		if (h || tries == PT_GETLK_TRIES) {
+			lock->l_pid = pid_of(h);
+			break;
+		}
+	}
 	pthread_mutex_unlock(&tab->lock);
 	return rc;
 }
@@ -502,10 +527,11 @@ static struct lock_owner *blocker_of(struct pt_locks *tab, const struct lock_own
 }
 
 /*
- * Would POSIX waiter w (not yet on the list) wait for itself? Follows the chain of holders:
- * the blocker's owner, if it waits (on any file of the mount), is blocked by another, and so
- * on, as the kernel's posix_locks_deadlock does. Lock owners are processes (fi->lock_owner
- * is the same for every file a process has open here). Called with tab->lock held.
+ * Would POSIX waiter w (new, or already on the list) wait for itself? Follows the chain of
+ * holders: the blocker's owner, if it waits (on any file of the mount), is blocked by another,
+ * and so on, as the kernel's posix_locks_deadlock does. Lock owners are processes
+ * (fi->lock_owner is the same for every file a process has open here). Called with tab->lock
+ * held.
  */
 static bool deadlock(struct pt_locks *tab, const struct lock_waiter *w)
 {
@@ -523,6 +549,28 @@ static bool deadlock(struct pt_locks *tab, const struct lock_waiter *w)
 		b = blocker_of(tab, x->lo, &x->fl);
 	}
 	return false;
+}
+
+/*
+ * Has a lock other than the one seen last come to block POSIX waiter w (which still
+ * conflicts)? Records it if so. A deadlock can form after w began to wait: when the lock w
+ * waits for goes and one of a process that waits for w's owner is in the way instead. The
+ * kernel finds that when the woken waiter tries again; so does the waiter thread, with this.
+ * (Identical shared locks of two owners look the same from here, so a change of holder
+ * between them goes unseen.) Called with tab->lock held.
+ */
+static bool blocker_changed(struct lock_waiter *w)
+{
+	struct flock now = w->fl;
+
+	now.l_pid = 0;
+	if (fcntl(w->lo->fd, F_OFD_GETLK, &now) == -1 || now.l_type == F_UNLCK)
+		return false;
+	if (now.l_type == w->blocking.l_type && now.l_start == w->blocking.l_start &&
+	    now.l_len == w->blocking.l_len && now.l_pid == w->blocking.l_pid)
+		return false;
+	w->blocking = now;
+	return true;
 }
 
 /* Answers a waiter taken off the list (W_ANSWERING, or W_NEW that never went on it) and
@@ -620,6 +668,8 @@ static void *waiter_main(void *arg)
 			int rc = try_waiter(w);
 
 			next = w->next;
+			if (rc == -EAGAIN && w->lo && blocker_changed(w) && deadlock(tab, w))
+				rc = -EDEADLK;
 			if (rc == -EAGAIN)
 				continue;
 			waiter_take(tab, w, rc);
@@ -705,6 +755,10 @@ static void wait_for(struct pt_locks *tab, fuse_req_t req, struct lock_owner *lo
 		if (rc == -EAGAIN && !w->lo)
 			tab->events++; /* a flock conversion gave up its old lock trying */
 		if (rc == -EAGAIN) {
+			if (w->lo) {
+				w->blocking = (struct flock){ .l_type = F_UNLCK };
+				(void)blocker_changed(w);
+			}
 			if (w->lo && deadlock(tab, w)) {
 				rc = -EDEADLK;
 			} else if (!tab->thread_started &&

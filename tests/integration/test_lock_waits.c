@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,101 @@ Test(lock_waits, a_deadlock_between_two_processes_gets_edeadlk)
 		  "deadlock not refused: parent got code %d, child %d (%d = EDEADLK, %d = lock)",
 		  parent_code, child_code, GOT_EDEADLK, GOT_LOCK);
 	close(fd);
+	mnt_cr_finish(&M);
+}
+
+/* Child B's second thread: when told (a byte on fds[0]), takes a read lock on [0, 1) for
+ * B's process with F_SETLK while B's main thread waits, and says so (a byte on fds[1]). */
+struct late_reader {
+	int fd;
+	int fds[2];
+};
+
+static void *late_read_lock(void *arg)
+{
+	struct late_reader *r = arg;
+	char c = 'n';
+
+	if (read(r->fds[0], &c, 1) == 1 && range_lock(r->fd, F_SETLK, F_RDLCK, 0, 1) == 0)
+		c = 'y';
+	if (write(r->fds[1], &c, 1) != 1)
+		_exit(CHILD_SETUP);
+	return NULL;
+}
+
+/*
+ * A cycle that forms while both already wait, when a third process lets go. X reads [0, 2);
+ * A writes [5, 6). A asks for a write lock on [0, 1) and waits for X (who waits for nobody);
+ * B asks for A's [5, 6) and waits for A (who waits for X, not for B). Then a second thread of
+ * B takes a read lock on [0, 1) (no wait: X's lock is shared and A's is only asked for), and
+ * X unlocks: now A waits for B and B for A. The kernel finds that when A tries again and
+ * refuses A with EDEADLK (SOURCE's own locks do, natively); A, exiting, frees [5, 6) for B.
+ * The daemon checked for a cycle only when a request began to wait, so A waited until its
+ * alarm. (B takes its read lock only once it waits: held before, it would close the cycle
+ * at B's own request, A waiting for both X and B, and B would be refused at once.)
+ */
+Test(lock_waits, a_deadlock_that_forms_while_waiting_gets_edeadlk)
+{
+	int to_x[2], to_a[2], to_b[2], to_b2[2], from_b2[2], ready[2], code_a, code_b;
+	pid_t x, a, b;
+	char c;
+
+	cr_assert_eq(mnt_put(src_path(&M, "late"), "0123456789", 10, 0644), 0);
+	cr_assert(pipe(to_x) == 0 && pipe(to_a) == 0 && pipe(to_b) == 0 && pipe(to_b2) == 0 &&
+		  pipe(from_b2) == 0 && pipe(ready) == 0);
+	/* each child: take its first lock (B: start its thread), say so, wait for the word */
+	x = fork_or_fail();
+	if (x == 0) {
+		int fd = open(mnt_path(&M, "late"), O_RDWR);
+
+		if (fd < 0 || range_lock(fd, F_SETLK, F_RDLCK, 0, 2) != 0 ||
+		    write(ready[1], "x", 1) != 1 || read(to_x[0], &c, 1) != 1)
+			_exit(CHILD_SETUP);
+		_exit(range_lock(fd, F_SETLK, F_UNLCK, 0, 2) == 0 ? GOT_LOCK : GOT_OTHER);
+	}
+	a = fork_or_fail();
+	if (a == 0) {
+		int fd = open(mnt_path(&M, "late"), O_RDWR);
+
+		if (fd < 0 || range_lock(fd, F_SETLK, F_WRLCK, 5, 1) != 0 ||
+		    write(ready[1], "a", 1) != 1 || read(to_a[0], &c, 1) != 1)
+			_exit(CHILD_SETUP);
+		alarm(15);
+		_exit(code_of(range_lock(fd, F_SETLKW, F_WRLCK, 0, 1)));
+	}
+	b = fork_or_fail();
+	if (b == 0) {
+		struct late_reader r = { .fd = open(mnt_path(&M, "late"), O_RDWR),
+					 .fds = { to_b2[0], from_b2[1] } };
+		pthread_t t;
+
+		if (r.fd < 0 || pthread_create(&t, NULL, late_read_lock, &r) != 0 ||
+		    write(ready[1], "b", 1) != 1 || read(to_b[0], &c, 1) != 1)
+			_exit(CHILD_SETUP);
+		alarm(15);
+		_exit(code_of(range_lock(r.fd, F_SETLKW, F_WRLCK, 5, 1)));
+	}
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(read(ready[0], &c, 1), 1, "a child could not take its first lock");
+	cr_assert_eq(write(to_a[1], "g", 1), 1);
+	usleep(300 * 1000);
+	cr_assert(still_running(a), "A's F_SETLKW did not wait for X's read lock");
+	cr_assert_eq(write(to_b[1], "g", 1), 1);
+	usleep(300 * 1000);
+	cr_assert(still_running(b), "B's F_SETLKW did not wait for A's write lock");
+	cr_assert_eq(write(to_b2[1], "g", 1), 1);
+	cr_assert(read(from_b2[0], &c, 1) == 1 && c == 'y',
+		  "B's second thread could not take a read lock on [0, 1)");
+	cr_assert(still_running(a) && still_running(b), "A or B stopped waiting before X let go");
+	cr_assert_eq(write(to_x[1], "g", 1), 1); /* X lets go: the cycle closes */
+	code_a = wait_child(a, 20000);
+	code_b = wait_child(b, 20000);
+	cr_assert_eq(wait_child(x, 5000), GOT_LOCK, "X could not unlock");
+	cr_assert_eq(code_a, GOT_EDEADLK,
+		     "A, whose wait became a cycle, got code %d (%d = EDEADLK, %d = killed by "
+		     "its 15 s alarm)", code_a, GOT_EDEADLK, 128 + SIGALRM);
+	cr_assert_eq(code_b, GOT_LOCK, "B got code %d once A had gone (%d = lock)", code_b,
+		     GOT_LOCK);
 	mnt_cr_finish(&M);
 }
 

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -443,6 +444,87 @@ Test(posix_xattr_locks, posix_getlk_names_the_holder_among_shared_locks)
 	cr_assert(h[0] > 0 && h[1] > 0, "a child could not take its lock");
 	cr_assert_eq(got_under, h[0], "the holder of [0, 50) is %d (%d holds [200, 300)): "
 		     "F_GETLK gave l_pid %d", (int)h[0], (int)h[1], (int)got_under);
+	mnt_cr_finish(&M);
+}
+
+static long ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (long)(b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/*
+ * F_GETLK never names a process that holds no lock over the range asked, while the lock that
+ * is there comes and goes. A process outside the mount takes and drops an OFD write lock on
+ * [0, 1) of SOURCE's file in a loop; two children hold locks through the mount on other
+ * ranges only. The answer is "unlocked" or the outsider's lock (pid 0, as the backing kernel
+ * reports OFD locks), never a child: when the lock went between the daemon's look and its
+ * search for the holder, the first description that then saw nothing was taken for the
+ * holder without asking its own lock list, and a child was named in about half the calls.
+ */
+Test(posix_xattr_locks, posix_getlk_names_no_bystander_while_the_lock_comes_and_goes)
+{
+	const char *path;
+	pid_t by[2], flipper;
+	long calls = 0, named = 0, unlocked = 0, outside = 0;
+	pid_t bad = 0;
+	struct timespec t0, t;
+	int fd;
+
+	cr_assert_eq(mnt_put(src_path(&M, "flip"), "0123456789", 10, 0644), 0);
+	path = mnt_path(&M, "flip");
+	by[0] = spawn_holder(path, F_WRLCK, 1000, 1);
+	by[1] = spawn_holder(path, F_RDLCK, 2000, 1);
+	fflush(NULL);
+	flipper = fork();
+	if (flipper == 0) {
+		int sfd = open(src_path(&M, "flip"), O_RDWR);
+		struct flock on = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+		struct flock off = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_len = 1 };
+
+		if (sfd < 0)
+			_exit(1);
+		for (;;) {
+			(void)fcntl(sfd, F_OFD_SETLK, &on);
+			(void)fcntl(sfd, F_OFD_SETLK, &off);
+		}
+	}
+	fd = open(path, O_RDWR);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* for 1 s and at least 2000 calls, at most 3 s */
+	for (t = t0; fd >= 0 && (calls < 2000 || ms_between(&t0, &t) < 1000) &&
+		     ms_between(&t0, &t) < 3000;
+	     clock_gettime(CLOCK_MONOTONIC, &t)) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+
+		if (fcntl(fd, F_GETLK, &fl) != 0)
+			break;
+		calls++;
+		if (fl.l_type == F_UNLCK)
+			unlocked++;
+		else if (fl.l_pid == 0)
+			outside++;
+		else if (!bad)
+			bad = fl.l_pid, named++;
+		else
+			named++;
+	}
+	if (flipper > 0) {
+		kill(flipper, SIGKILL);
+		waitpid(flipper, NULL, 0);
+	}
+	kill_holders(by, 2);
+	if (fd >= 0)
+		close(fd);
+	cr_assert(by[0] > 0 && by[1] > 0 && flipper > 0, "a child could not start");
+	cr_assert_geq(calls, 1000, "F_GETLK failed after %ld calls: %s", calls, strerror(errno));
+	cr_log_info("%ld F_GETLK: %ld unlocked, %ld the outsider's lock, %ld named a process",
+		    calls, unlocked, outside, named);
+	cr_assert_eq(named, 0, "%ld of %ld F_GETLK named a process (first: %d; the children "
+		     "holding other ranges are %d and %d)", named, calls, (int)bad, (int)by[0],
+		     (int)by[1]);
+	/* the loop did see the lock both ways, or it tested nothing */
+	cr_assert(unlocked > 0 && outside > 0, "the outsider's lock was seen %ld times and "
+		  "missed %ld times", outside, unlocked);
 	mnt_cr_finish(&M);
 }
 
