@@ -305,6 +305,19 @@ static void undo_node(int dirfd, const char *name, mode_t mode)
 		(void)unlinkat(dirfd, name, 0);
 }
 
+/*
+ * A non-directory asked for with S_ISGID: the kernel kept the bit, having checked the caller's
+ * groups (it strips it from a caller outside the new file's group). The backing filesystem
+ * checks again, as the caller the credentials say, so it must see all of the caller's groups,
+ * not only the fsgid: otherwise a member through a supplementary group loses the bit in a
+ * setgid directory. Loading the groups costs a /proc read, so only here (and on EACCES).
+ */
+static void sgid_groups(struct pt_fs *fs, fuse_req_t req, mode_t mode, struct pt_cred *c)
+{
+	if ((mode & S_ISGID) && !S_ISDIR(mode))
+		(void)pt__cred_add_groups(fs, req, c);
+}
+
 /* mknod, mkdir and symlink: create as the caller, then look the new entry up. */
 static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			dev_t rdev, const char *link)
@@ -327,6 +340,7 @@ static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mod
 	rc = pt__cred_enter(fs, req, link ? NULL : &mode, &c);
 	if (rc)
 		goto out_put;
+	sgid_groups(fs, req, mode, &c);
 	rc = make_node(dir->fd, name, mode, rdev, link);
 	if (rc == -EACCES && pt__cred_add_groups(fs, req, &c) == 0)
 		rc = make_node(dir->fd, name, mode, rdev, link);
@@ -717,6 +731,28 @@ static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
 /* ---------------------------------------------------------------------------------------- */
 /* Regular files                                                                             */
 
+/*
+ * open(O_TRUNC) by a caller without CAP_FSETID clears set-user-ID, and set-group-ID where group
+ * execute is set, as every truncation does (the kernel's should_remove_suid rule). With atomic
+ * O_TRUNC the kernel sends no SETATTR and leaves that to the server, and the truncating open
+ * here runs as root, which keeps both bits: so they are cleared here. The request does not
+ * carry the caller's capabilities; uid 0 stands for CAP_FSETID.
+ */
+static void trunc_kill_suid(fuse_req_t req, int fd)
+{
+	struct stat st;
+	mode_t kill;
+
+	if (fuse_req_ctx(req)->uid == 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	kill = st.st_mode & S_ISUID;
+	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (kill && fchmod(fd, st.st_mode & 07777 & ~kill) != 0)
+		LOG_WARN("open(O_TRUNC): could not clear set-id bits of inode %llu: %s",
+			 (unsigned long long)st.st_ino, strerror(errno));
+}
+
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pt_fs *fs = pt__fs(req);
@@ -757,6 +793,8 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -errno;
 		goto out_put;
 	}
+	if (flags & O_TRUNC)
+		trunc_kill_suid(req, fd);
 	pf = file_new(req, fd, fi->flags, in->dev, in->ino);
 	if (!pf) {
 		close(fd);
@@ -827,6 +865,7 @@ static int do_create(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, con
 	rc = pt__cred_enter(fs, req, &mode, &c);
 	if (rc)
 		return rc;
+	sgid_groups(fs, req, mode, &c);
 	fd = create_at(dir->fd, name, flags, mode, created);
 	if (fd == -EACCES && pt__cred_add_groups(fs, req, &c) == 0)
 		fd = create_at(dir->fd, name, flags, mode, created);

@@ -347,9 +347,16 @@ Test(posix_multiuser, root_caller_creates_root_owned_files)
  *   trunc     root:SHARED 06777, truncated by the child
  *   chownme   nobody:nobody 06755, chowned to root by root
  *   created   created by the child with mode 06755 (umask 0) in root's 0777 pub/
+ *   otrunc    root:SHARED 06777, opened with O_TRUNC by the child (through the mount it kept
+ *             both bits: the truncating open ran as root, and atomic O_TRUNC sends no SETATTR)
+ *   rtrunc    root:SHARED 06777, opened with O_TRUNC by root (CAP_FSETID: both bits stay)
  *   sg/..._c  created by the child with mode 02755 in the setgid dir of a group it is not in
+ *   sg/..._s, sg/..._k  created (open, mknod) with mode 02755 in that dir by a child that is in
+ *             its group through a supplementary group only (through the mount the bit went:
+ *             SOURCE checked the group against the daemon's own supplementary groups)
  */
-static const char *const setid_names[] = { "rootsuid", "ownsuid", "trunc", "chownme", "created" };
+static const char *const setid_names[] = { "rootsuid", "ownsuid", "trunc",  "chownme",
+					   "created",  "otrunc",  "rtrunc" };
 
 static void setid_make(const char *pfx)
 {
@@ -371,6 +378,12 @@ static void setid_make(const char *pfx)
 	cr_assert_eq(mnt_put(src_path(&M, p), "0123", 4, 0600), 0);
 	cr_assert_eq(chown(src_path(&M, p), NOBODY, NOBODY), 0);
 	cr_assert_eq(chmod(src_path(&M, p), 06755), 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "pub/%s_%s", pfx, i ? "rtrunc" : "otrunc");
+		cr_assert_eq(mnt_put(src_path(&M, p), "0123", 4, 0600), 0);
+		cr_assert_eq(chown(src_path(&M, p), 0, SHARED_GID), 0);
+		cr_assert_eq(chmod(src_path(&M, p), 06777), 0);
+	}
 }
 
 static int c_setid_one(const char *dir, const char *pfx)
@@ -394,11 +407,45 @@ static int c_setid_one(const char *dir, const char *pfx)
 	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 06755);
 	CHILD_CHECK(fd >= 0);
 	CHILD_CHECK(close(fd) == 0);
+	snprintf(p, sizeof(p), "%s/pub/%s_otrunc", dir, pfx);
+	fd = open(p, O_WRONLY | O_TRUNC);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(close(fd) == 0);
 	snprintf(p, sizeof(p), "%s/sg/%s_c", dir, pfx);
 	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 02755);
 	CHILD_CHECK(fd >= 0);
 	CHILD_CHECK(close(fd) == 0);
 	return 0;
+}
+
+/* As a member of the setgid dir's group through a supplementary group only. */
+static int c_setid_member_one(const char *dir, const char *pfx)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/sg/%s_s", dir, pfx);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 02755);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(close(fd) == 0);
+	snprintf(p, sizeof(p), "%s/sg/%s_k", dir, pfx);
+	CHILD_CHECK(mknod(p, S_IFREG | 02755, 0) == 0);
+	return 0;
+}
+
+static int c_setid_member(void *arg)
+{
+	static const gid_t shared[] = { SHARED_GID };
+	struct mnt *m = arg;
+	char src[PATH_MAX];
+
+	if (drop_privileges(shared, 1))
+		return 1;
+	umask(0);
+	snprintf(src, sizeof(src), "%s", m->src);
+	if (c_setid_member_one(src, "n"))
+		return 1;
+	return c_setid_member_one(m->mnt, "m");
 }
 
 static int c_setid(void *arg)
@@ -417,22 +464,28 @@ static int c_setid(void *arg)
 
 Test(posix_multiuser, setid_bits_are_cleared_and_kept_as_on_source)
 {
+	static const char *const sg_names[] = { "c", "s", "k" };
+	const size_t npub = sizeof(setid_names) / sizeof(setid_names[0]);
 	char n[64], m[64];
-	int diffs = 0;
+	int diffs = 0, fd;
 
 	make_tree();
 	setid_make("n");
 	setid_make("m");
 	run_child(c_setid);
+	run_child(c_setid_member);
 	cr_assert_eq(chown(src_path(&M, "pub/n_chownme"), 0, 0), 0);
 	cr_assert_eq(chown(mnt_path(&M, "pub/m_chownme"), 0, 0), 0);
-	for (size_t i = 0; i <= sizeof(setid_names) / sizeof(setid_names[0]); i++) {
-		bool sg = i == sizeof(setid_names) / sizeof(setid_names[0]);
+	fd = open(src_path(&M, "pub/n_rtrunc"), O_WRONLY | O_TRUNC);
+	cr_assert(fd >= 0 && close(fd) == 0);
+	fd = open(mnt_path(&M, "pub/m_rtrunc"), O_WRONLY | O_TRUNC);
+	cr_assert(fd >= 0 && close(fd) == 0);
+	for (size_t i = 0; i < npub + sizeof(sg_names) / sizeof(sg_names[0]); i++) {
 		struct stat sn, sm;
 
-		if (sg) {
-			snprintf(n, sizeof(n), "sg/n_c");
-			snprintf(m, sizeof(m), "sg/m_c");
+		if (i >= npub) {
+			snprintf(n, sizeof(n), "sg/n_%s", sg_names[i - npub]);
+			snprintf(m, sizeof(m), "sg/m_%s", sg_names[i - npub]);
 		} else {
 			snprintf(n, sizeof(n), "pub/n_%s", setid_names[i]);
 			snprintf(m, sizeof(m), "pub/m_%s", setid_names[i]);
@@ -455,6 +508,10 @@ Test(posix_multiuser, setid_bits_are_cleared_and_kept_as_on_source)
 	/* and the native rules did act (else equality would prove little) */
 	cr_assert_eq(lstat_ok(src_path(&M, "pub/n_rootsuid")).st_mode & 06000, 0);
 	cr_assert_eq(lstat_ok(src_path(&M, "pub/n_chownme")).st_mode & 06000, 0);
+	cr_assert_eq(lstat_ok(src_path(&M, "pub/n_otrunc")).st_mode & 06000, 0);
+	cr_assert_eq(lstat_ok(src_path(&M, "pub/n_rtrunc")).st_mode & 06000, 06000);
+	cr_assert_eq(lstat_ok(src_path(&M, "sg/n_s")).st_mode & 02000, 02000);
+	cr_assert_eq(lstat_ok(src_path(&M, "sg/n_k")).st_mode & 02000, 02000);
 	mnt_cr_finish(&M);
 }
 
