@@ -157,6 +157,7 @@ static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, dev_t 
 	if (!pf)
 		return NULL;
 	pf->fd = fd;
+	atomic_init(&pf->plain_fd, -1);
 	pf->flags = kernel_flags;
 	pf->dev = dev;
 	pf->ino = ino;
@@ -167,6 +168,10 @@ static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, dev_t 
 
 static void file_free(struct pt_file *pf)
 {
+	int plain = atomic_load(&pf->plain_fd);
+
+	if (plain >= 0)
+		close(plain);
 	close(pf->fd);
 	pt_classify_release(&pf->opener);
 	free(pf);
@@ -980,18 +985,60 @@ static void ctl_write_buf(fuse_req_t req, struct fuse_bufvec *in_buf, struct fus
 	ctl_write(pt__fs(req)->ctl, req, buf, (size_t)n, fi);
 }
 
+/*
+ * The backing fd for a write whose file is now in status `flags` (the WRITE request carries the
+ * file's f_flags as they are at the write). O_APPEND of the backing fd was fixed at open, and
+ * the kernel does not tell us about fcntl(F_SETFL): a caller that cleared O_APPEND writes at
+ * the offsets it chose, natively, where the backing fd would still put every write at the end
+ * (and copy_file_range into it fails with EBADF). Such writes go to a second description of
+ * the same file opened without O_APPEND, on first need, kept until release. Returns an fd, or
+ * -errno if that open fails.
+ */
+static int write_fd(const struct pt_fs *fs, struct pt_file *pf, int flags)
+{
+	char proc[32];
+	int fd, fl, expected = -1;
+
+	/* as opened; or the kernel chose the offset (it does for O_APPEND set later, and under
+	 * writeback caching, whose backing fds never have O_APPEND) */
+	if ((flags & O_APPEND) || !(pf->flags & O_APPEND) || fs->writeback)
+		return pf->fd;
+	fd = atomic_load(&pf->plain_fd);
+	if (fd >= 0)
+		return fd;
+	fl = fcntl(pf->fd, F_GETFL);
+	if (fl == -1)
+		return -errno;
+	pt__proc_path(proc, sizeof(proc), pf->fd);
+	fd = open(proc, (fl & (O_ACCMODE | O_SYNC | O_DSYNC | O_NOATIME)) | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	/* another thread may have opened one meanwhile: keep the first */
+	if (!atomic_compare_exchange_strong(&pf->plain_fd, &expected, fd)) {
+		close(fd);
+		fd = expected;
+	}
+	return fd;
+}
+
 static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
 			 struct fuse_file_info *fi)
 {
 	struct pt_file *pf = pt__file(fi);
 	struct exec_tag tag;
+	int fd;
 
 	if (ctl_owns(ino)) {
 		ctl_write_buf(req, in_buf, fi);
 		return;
 	}
+	fd = write_fd(pt__fs(req), pf, fi->flags);
+	if (fd < 0) {
+		reply_err(req, fd);
+		return;
+	}
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, false, &tag);
-	exec_write(pt__fs(req)->ex, req, pf->fd, in_buf, off, &tag);
+	exec_write(pt__fs(req)->ex, req, fd, in_buf, off, &tag);
 }
 
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -1077,6 +1124,7 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	loff_t in_off = off_in, out_off = off_out;
 	ssize_t n;
+	int out_fd;
 
 	CTL_GUARD_ERR(ino_in, EOPNOTSUPP); /* the kernel falls back to read + write */
 	CTL_GUARD_ERR(ino_out, EOPNOTSUPP);
@@ -1085,7 +1133,14 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	 * short count. */
 	if (len > PT_COPY_CHUNK)
 		len = PT_COPY_CHUNK;
-	n = copy_file_range(pt__file(fi_in)->fd, &in_off, pt__file(fi_out)->fd, &out_off, len,
+	/* the kernel refuses a destination open with O_APPEND before it asks (EBADF): this one
+	 * is not, whatever its backing fd was opened with */
+	out_fd = write_fd(pt__fs(req), pt__file(fi_out), fi_out->flags & ~O_APPEND);
+	if (out_fd < 0) {
+		reply_err(req, out_fd);
+		return;
+	}
+	n = copy_file_range(pt__file(fi_in)->fd, &in_off, out_fd, &out_off, len,
 			    (unsigned int)flags);
 	if (n == -1)
 		fuse_reply_err(req, errno);

@@ -221,6 +221,49 @@ Test(posix_files, append_writes_land_at_end)
 	mnt_cr_finish(&M);
 }
 
+/*
+ * fcntl(F_SETFL) that clears O_APPEND, then writes at chosen offsets and a copy_file_range
+ * into the file: the same as on SOURCE directly. The backing fd keeps the O_APPEND it was
+ * opened with (the kernel does not pass F_SETFL on), so through the mount every write went to
+ * the end ("AAAABC" for "BCAA") and copy_file_range failed with EBADF.
+ */
+static void cleared_append(const char *path, const char *from, char *out, size_t outlen)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644), src;
+	loff_t in_off = 0, out_off = 2;
+
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, "AAAA", 4), 4);
+	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_APPEND), 0);
+	cr_assert_eq(pwrite(fd, "B", 1, 0), 1);
+	cr_assert_eq(lseek(fd, 1, SEEK_SET), 1);
+	cr_assert_eq(write(fd, "C", 1), 1);
+	src = open(from, O_RDONLY);
+	cr_assert_geq(src, 0, "open %s: %s", from, strerror(errno));
+	cr_assert_eq(copy_file_range(src, &in_off, fd, &out_off, 1, 0), 1,
+		     "copy_file_range into %s: %s", path, strerror(errno));
+	/* and setting it again appends again */
+	cr_assert_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_APPEND), 0);
+	cr_assert_eq(pwrite(fd, "E", 1, 0), 1);
+	close(src);
+	close(fd);
+	memset(out, 0, outlen);
+	cr_assert_eq(mnt_get(path, out, outlen - 1), 5, "%s: size", path);
+}
+
+Test(posix_files, clearing_o_append_with_fcntl_writes_at_the_offset_as_on_source)
+{
+	char native[16], mounted[16];
+
+	cr_assert_eq(mnt_put(src_path(&M, "x"), "X", 1, 0644), 0);
+	cleared_append(src_path(&M, "n"), src_path(&M, "x"), native, sizeof(native));
+	cleared_append(mnt_path(&M, "m"), mnt_path(&M, "x"), mounted, sizeof(mounted));
+	cr_assert_str_eq(native, "BCXAE", "SOURCE itself gave \"%s\"", native);
+	cr_assert_str_eq(mounted, native, "through the mount \"%s\", natively \"%s\"",
+			 mounted, native);
+	mnt_cr_finish(&M);
+}
+
 Test(posix_files, truncate_down_then_up_zero_fills)
 {
 	unsigned char data[10000], back[6000], zeros[4900] = { 0 };
