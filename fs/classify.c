@@ -233,7 +233,8 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	pthread_rwlock_unlock(&c->lock);
 	if (r < 0)
 		return false;
-	r = grp_resolve(c->groups, res.group, res.weight, now, &id);
+	r = grp_resolve(c->groups, res.group, res.weight, res.weight_src != CG_WSRC_DEFAULT, gen,
+			now, &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
 	grp_note_pid(c->groups, id, res.tgid, now);

@@ -28,6 +28,8 @@ struct grp_entry {
 	uint32_t parent;  /* scheduler group id of the parent */
 	uint32_t weight;  /* [weight units] current */
 	bool pinned;	  /* weight set by an administrator */
+	uint64_t wgen;	  /* configuration generation whose rule or cgroup file set the weight;
+			     0: none (a default weight replaces it) */
 	bool dead;	  /* removed from the scheduler; dropped at the next compaction */
 	uint32_t children; /* live entries whose parent this is */
 	uint32_t refs;	  /* open files charged to it (grp_ref) */
@@ -329,8 +331,8 @@ static int32_t get_or_create(struct grp_registry *r, const char *name, int32_t p
 	return (int32_t)(r->nr - 1);
 }
 
-int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint64_t now,
-		uint32_t *id)
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, bool explicit,
+		uint64_t gen, uint64_t now, uint32_t *id)
 {
 	char path[GRP_NAME_MAX];
 	size_t len = strlen(name);
@@ -367,8 +369,14 @@ int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint6
 	}
 	if (err == 0) {
 		struct grp_entry *g = &r->entries[e];
+		/* a default does not undo the weight a rule or cgroup file gave under the same
+		 * configuration; after a reload it does */
+		bool keep = !explicit && g->wgen == gen;
+
+		if (explicit)
+			g->wgen = gen;
 		g->last_used = now;
-		if (!g->pinned && g->weight != weight && g->id != SCHED_ROOT_GROUP) {
+		if (!g->pinned && !keep && g->weight != weight && g->id != SCHED_ROOT_GROUP) {
 			struct weight_args w = { g->id, weight };
 			if (exec_with_sched(r->ex, do_set_weight, &w) == 0)
 				g->weight = weight;

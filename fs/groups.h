@@ -9,7 +9,10 @@
  *
  * Weights: a classification carries the weight it found (rule, cgroup files or default);
  * grp_resolve() applies it when it differs from the group's current one, unless the weight was
- * pinned by an administrator (grp_set_weight, e.g. a write to .cfqfs/groups/NAME/weight).
+ * pinned by an administrator (grp_set_weight, e.g. a write to .cfqfs/groups/NAME/weight), or
+ * it is only the default while a rule or cgroup file gave the group its weight under the
+ * configuration in force: callers classified into one group by different rules (one with a
+ * weight, one without) must not swing its weight between that and the default.
  *
  * Locking: one mutex inside, taken before the executor lock (grp_* may call exec_with_sched);
  * never call grp_* from inside exec_with_sched.
@@ -30,12 +33,14 @@ void grp_destroy(struct grp_registry *r);
 
 /*
  * The scheduler group id of `name`, created (with its missing ancestors) on first use with
- * `weight` [10..1000], and marked used at `now` [ns, clk_now()]. Also removes expired groups
+ * `weight` [10..1000], and marked used at `now` [ns, clk_now()]. `explicit` says a rule or a
+ * cgroup file gave `weight` (false: the default), under configuration generation `gen` (> 0,
+ * bumped by every reload; see the header comment). Also removes expired groups
  * (grp_set_expiry). Returns 0 and *id; -EINVAL (empty or overlong name, bad weight), -ENOMEM
  * or another error of sched_group_create; then *id is the root group. Thread-safe.
  */
-int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint64_t now,
-		uint32_t *id);
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, bool explicit,
+		uint64_t gen, uint64_t now, uint32_t *id);
 
 /*
  * Groups unused for `idle` [ns] are removed from the registry and the scheduler (their queues,

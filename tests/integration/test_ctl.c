@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -1503,5 +1504,70 @@ Test(ctl_name, ctl_access_owner_hides_it_from_other_users)
 	snprintf(path, sizeof(path), "%s", mnt_path(&m2, ".cfqfs/io.stat"));
 	cr_assert_eq(mnt_fork_run(nobody_cannot_read, path, 20000), 0,
 		     "uid 65534 could read the control directory with ctl_access=owner");
+	mnt_cr_finish(&m2);
+}
+
+/* Reads `path` once as a process named `comm` (a forked child): 0 if it read 4 KiB. */
+static int read_as(const char *path, const char *comm)
+{
+	char buf[4096];
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		prctl(PR_SET_NAME, comm);
+		fd = open(path, O_RDONLY);
+		_exit(fd >= 0 && pread(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * Two rules send callers to one group (group_by uid), one with a weight and one without (it
+ * only sets a class). The group keeps the rule's weight when a caller of the other rule does
+ * I/O: it swung to the default 500 and back with whichever process was classified last.
+ */
+Test(ctl_name, a_rule_weight_is_not_undone_by_a_caller_without_one)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "direct_io", "-c", NULL, NULL };
+	static const char conf[] = "group_by = \"uid\";\n"
+				   "rules = (\n"
+				   "\t{ comm = \"cfqfs-nowt\"; class = \"be\"; level = 0; },\n"
+				   "\t{ uid = 0; weight = 1000; }\n"
+				   ");\n";
+	static char conf_path[PATH_MAX], data[PATH_MAX], weight[PATH_MAX];
+	const char *argv[sizeof(args) / sizeof(args[0])];
+	char page[4096] = { 0 }, *w;
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(&m2), 0);
+	snprintf(conf_path, sizeof(conf_path), "%s", base_path(&m2, "w.conf"));
+	cr_assert_eq(mnt_put(conf_path, conf, sizeof(conf) - 1, 0644), 0);
+	cr_assert_eq(mnt_put(src_path(&m2, "f"), page, sizeof(page), 0644), 0);
+	memcpy(argv, args, sizeof(args));
+	argv[3] = conf_path;
+	cr_assert_eq(mnt_start(&m2, argv), 0, "mount with %s failed", conf_path);
+	snprintf(data, sizeof(data), "%s", mnt_path(&m2, "f"));
+	snprintf(weight, sizeof(weight), "%s", mnt_path(&m2, ".cfqfs/groups/uid:0/weight"));
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(read_as(data, "cfqfs-wt"), 0, "read as the weighted rule's caller");
+		w = slurp(weight);
+		cr_assert_eq(atoi(w), 1000, "round %d, after the weighted rule's caller: %s", round,
+			     w);
+		free(w);
+		cr_assert_eq(read_as(data, "cfqfs-nowt"), 0, "read as the other rule's caller");
+		w = slurp(weight);
+		cr_assert_eq(atoi(w), 1000, "round %d, after a caller of the rule without a weight: "
+			     "%s", round, w);
+		free(w);
+	}
 	mnt_cr_finish(&m2);
 }
