@@ -548,3 +548,30 @@ Test(reload, mount_time_keys_are_named_and_keep_their_running_values)
 	cr_assert_eq(mnt_log_count(&M, "reload: depth: set when mounting"), 2);
 	mnt_cr_finish(&M);
 }
+
+/*
+ * A relative -c path: the daemon leaves its working directory when it mounts, so a reload must
+ * find the file by the path made absolute at start-up.
+ */
+Test(reload, a_relative_config_path_is_found_again_by_a_reload)
+{
+	const char *const args[] = { "-c", "cfqfs.conf", NULL };
+	char cwd[PATH_MAX], cur[32], st[64];
+	int r;
+
+	mnt_cr_put_conf(&M, "scheduler = \"noop\";\n");
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)), "getcwd: %s", strerror(errno));
+	cr_assert_eq(chdir(M.base), 0, "chdir %s: %s", M.base, strerror(errno));
+	r = mnt_start(&M, args);
+	cr_assert_eq(chdir(cwd), 0, "chdir %s: %s", cwd, strerror(errno));
+	if (r != 0) {
+		mnt_dump_log(&M);
+		cr_assert_fail("mounting with -c cfqfs.conf in %s failed: %s (daemon %s)", M.base,
+			       strerror(-r), mnt_status_str(&M, st, sizeof(st)));
+	}
+	cr_assert_str_eq(active_sched(cur, sizeof(cur)), "noop");
+
+	reload_and_wait("scheduler = \"deadline\";\n");
+	cr_assert_str_eq(active_sched(cur, sizeof(cur)), "deadline", "the reload was not applied");
+	mnt_cr_finish(&M);
+}
