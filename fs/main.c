@@ -416,16 +416,25 @@ static bool decide_rotational(const struct cfqfs_config *cfg, const char *src, c
 	return true;
 }
 
-/* Applies the configured tunables that the active policy knows. */
+/*
+ * Puts every tunable back to its default on this device, then applies the configured ones
+ * that the active policy knows: the file decides, so a reload leaves no trace of a tunable
+ * the file no longer names, nor of one written at run time (.cfqfs/iosched, cfqfs set).
+ * Returns 0, or -EINVAL with nothing changed when the active policy refuses a value.
+ */
 static int apply_tunables(void *arg, struct sched *sd)
 {
 	const struct cfqfs_config *cfg = arg;
+	enum sched_policy p = sched_policy(sd);
 
 	for (unsigned i = 0; i < cfg->nr_tunables; i++) {
-		int r = sched_tunable_set(sd, cfg->tunables[i].name, cfg->tunables[i].value);
+		int r = sched_tunable_validate(p, cfg->tunables[i].name, cfg->tunables[i].value);
 		if (r < 0 && r != -ENOENT)
 			return r;
 	}
+	sched_tunables_reset(sd);
+	for (unsigned i = 0; i < cfg->nr_tunables; i++)
+		(void)sched_tunable_set(sd, cfg->tunables[i].name, cfg->tunables[i].value);
 	return 0;
 }
 
