@@ -25,6 +25,7 @@ struct cg_classifier {
 	enum cg_queue_by queue_by;
 	enum cg_select cgroup_line;
 	bool need_cg_weight;	   /* some verdict can use the cgroup's weight */
+	bool weight_from_cgroup;   /* a verdict without a rule weight takes the cgroup's */
 	dev_t source_dev;
 	struct cg_rules rules;	   /* view over rule_copy */
 	struct cg_rule *rule_copy; /* owned */
@@ -142,8 +143,11 @@ struct cg_classifier *cg_classifier_create(const struct cg_config *cfg)
 							       : CG_DEFAULT_PROC_ROOT);
 	if (copy_rules(c, cfg))
 		goto out_free_rules;
-	c->need_cg_weight = cfg->weight_from_cgroup &&
-			    (c->need_cg_weight || cfg->group_by == CG_GROUP_BY_CGROUP);
+	/* weight_from_cgroup is the default for callers no rule gives a weight; a rule's
+	 * weight = "cgroup" asks for the files itself, so it is honoured either way. */
+	c->weight_from_cgroup = cfg->weight_from_cgroup;
+	c->need_cg_weight = c->need_cg_weight ||
+			    (cfg->weight_from_cgroup && cfg->group_by == CG_GROUP_BY_CGROUP);
 
 	if (cfg->mounts) {
 		c->ms = *cfg->mounts;
@@ -394,7 +398,8 @@ classify:
 	if (v.weight >= SCHED_WEIGHT_MIN && v.weight <= SCHED_WEIGHT_MAX) {
 		out->weight = v.weight;
 		out->weight_src = CG_WSRC_RULE;
-	} else if ((v.weight == CG_WEIGHT_FROM_CGROUP || v.group_is_cgroup) && f.cg_weight) {
+	} else if ((v.weight == CG_WEIGHT_FROM_CGROUP ||
+		    (v.group_is_cgroup && c->weight_from_cgroup)) && f.cg_weight) {
 		out->weight = f.cg_weight;
 		out->weight_src = CG_WSRC_CGROUP;
 	} else {

@@ -60,7 +60,9 @@ struct cg_config {
 	enum cg_select cgroup_line;	/* which /proc/TID/cgroup line; default CG_SELECT_AUTO */
 	const struct cg_rule *rules;	/* nr_rules rules, first match wins; may be NULL if 0 */
 	size_t nr_rules;
-	bool weight_from_cgroup;	/* read weights from cgroup files; default true */
+	bool weight_from_cgroup;	/* callers without a rule weight get their cgroup files'
+					   weight; default true. A rule's CG_WEIGHT_FROM_CGROUP
+					   reads the files whatever this says */
 	dev_t source_dev;		/* SOURCE's block device, for "MAJ:MIN W" lines; 0: none */
 	uint64_t cache_ttl;		/* [ns] default CG_DEFAULT_CACHE_TTL; 0: no caching */
 	uint32_t cache_capacity;	/* [entries] default CG_DEFAULT_CACHE_CAPACITY; 0: none */

@@ -514,20 +514,104 @@ static int setting_text(const config_setting_t *s, char *buf, size_t len)
 	}
 }
 
+/* The ']' that closes the bracket expression opened at g[0] == '[', or NULL if none (then
+ * fnmatch takes the '[' as a plain character). Steps over [:class:], [=e=] and [.s.] and
+ * over escapes, whose ']' does not close it. */
+static const char *glob_class_end(const char *g)
+{
+	const char *p = g + 1;
+
+	if (*p == '!' || *p == '^')
+		p++;
+	if (*p == ']')
+		p++; /* first in the list: a member */
+	while (*p && *p != ']') {
+		if (*p == '[' && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
+			char close[3] = { p[1], ']', '\0' };
+			const char *c = strstr(p + 2, close);
+
+			p = c ? c + 2 : p + 1;
+		} else if (*p == '\\' && p[1]) {
+			p += 2;
+		} else {
+			p++;
+		}
+	}
+	return *p ? p : NULL;
+}
+
+/* Fewest characters a string matched by fnmatch(glob, s, 0) can have: '*' matches none,
+ * everything else ('?', a bracket expression, an escaped or a plain character) one. */
+static size_t glob_min_len(const char *g)
+{
+	size_t n = 0;
+
+	for (; *g; g++) {
+		if (*g == '*')
+			continue;
+		n++;
+		if (*g == '\\' && g[1]) {
+			g++;
+		} else if (*g == '[') {
+			const char *e = glob_class_end(g);
+
+			if (e)
+				g = e;
+		}
+	}
+	return n;
+}
+
+/* Can glob match a string that starts with '/'? Decided by its first character. */
+static bool glob_may_start_with_slash(const char *g)
+{
+	if (g[0] == '\\')
+		return g[1] == '/';
+	return g[0] == '/' || g[0] == '*' || g[0] == '?' || g[0] == '[';
+}
+
+/* Command names are cut to 15 bytes by the kernel (TASK_COMM_LEN 16 with its NUL). */
+#define COMM_MAX 15
+
+/*
+ * rules.KEY as a string into out. An empty one is refused: "" would be stored as "not set",
+ * a rule that silently matches everyone (or keeps group_by's group) instead of what was
+ * written. Returns 0 (also when the key is absent) or -EINVAL with "FILE:LINE: ..." in err.
+ */
 static int rule_string(const config_setting_t *r, const char *key, char *out, size_t outlen,
 		       const char *file, char *err, size_t errlen)
 {
 	const config_setting_t *m = config_setting_get_member(r, key);
+	const char *v;
+	int line;
 
 	if (!m)
 		return 0;
+	line = config_setting_source_line(m);
 	if (config_setting_type(m) != CONFIG_TYPE_STRING ||
 	    strlen(config_setting_get_string(m)) >= outlen) {
 		seterr(err, errlen, "%s:%d: rules.%s: expected a string of at most %zu bytes", file,
-		       config_setting_source_line(m), key, outlen - 1);
+		       line, key, outlen - 1);
 		return -EINVAL;
 	}
-	snprintf(out, outlen, "%s", config_setting_get_string(m));
+	v = config_setting_get_string(m);
+	if (!v[0]) {
+		seterr(err, errlen, "%s:%d: rules.%s: empty %s; leave the key out %s", file, line,
+		       key, strcmp(key, "group") ? "value" : "group name",
+		       strcmp(key, "group") ? "to match any" : "for group_by's group");
+		return -EINVAL;
+	}
+	if (!strcmp(key, "cgroup") && !glob_may_start_with_slash(v)) {
+		seterr(err, errlen, "%s:%d: rules.cgroup: \"%s\" can never match: cgroup paths "
+		       "start with /", file, line, v);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "comm") && glob_min_len(v) > COMM_MAX) {
+		seterr(err, errlen, "%s:%d: rules.comm: \"%s\" can never match: the kernel cuts "
+		       "command names to %d characters", file, line, v, COMM_MAX);
+		return -EINVAL;
+	}
+	snprintf(out, outlen, "%s", v);
 	return 0;
 }
 

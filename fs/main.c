@@ -108,7 +108,8 @@ struct cmdline {
 	const char *source;
 	const char *mountpoint;
 	const char *config_file;
-	char *config_owned; /* the -o config= string config_file points into */
+	char *config_owned; /* what config_file points into: the -o config= string, or the
+			       absolute path made by absolute_config() */
 	bool foreground;
 	bool debug;
 	bool single_thread;
@@ -283,6 +284,36 @@ static int parse_cmdline(struct cmdline *cl, int argc, char **argv)
 }
 
 /*
+ * Makes a relative config path absolute (the working directory joined in front): every
+ * SIGHUP reads the file again, and by then the daemon runs in / (fuse_daemonize() moves it
+ * there, with -f too). Not
+ * realpath(): a symbolic link in the path is followed at each reload, as with an absolute
+ * path, so re-pointing it and sending SIGHUP works. Returns 0 or -errno (getcwd's, or
+ * -ENAMETOOLONG, -ENOMEM); cl is unchanged on failure.
+ */
+static int absolute_config(struct cmdline *cl)
+{
+	char cwd[PATH_MAX], *abs;
+	int r;
+
+	if (!cl->config_file || cl->config_file[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	r = asprintf(&abs, "%s/%s", cwd, cl->config_file);
+	if (r < 0)
+		return -ENOMEM;
+	if (r >= PATH_MAX) {
+		free(abs);
+		return -ENAMETOOLONG;
+	}
+	free(cl->config_owned);
+	cl->config_owned = abs;
+	cl->config_file = abs;
+	return 0;
+}
+
+/*
  * Loads the config file, then the -o overrides. With `collect`, options unknown to cfqfs are
  * appended to cl->fuse_opts for libfuse (start-up); without it they are skipped (reload).
  * Returns 0, or -1 with a one-line message in err.
@@ -385,16 +416,25 @@ static bool decide_rotational(const struct cfqfs_config *cfg, const char *src, c
 	return true;
 }
 
-/* Applies the configured tunables that the active policy knows. */
+/*
+ * Puts every tunable back to its default on this device, then applies the configured ones
+ * that the active policy knows: the file decides, so a reload leaves no trace of a tunable
+ * the file no longer names, nor of one written at run time (.cfqfs/iosched, cfqfs set).
+ * Returns 0, or -EINVAL with nothing changed when the active policy refuses a value.
+ */
 static int apply_tunables(void *arg, struct sched *sd)
 {
 	const struct cfqfs_config *cfg = arg;
+	enum sched_policy p = sched_policy(sd);
 
 	for (unsigned i = 0; i < cfg->nr_tunables; i++) {
-		int r = sched_tunable_set(sd, cfg->tunables[i].name, cfg->tunables[i].value);
+		int r = sched_tunable_validate(p, cfg->tunables[i].name, cfg->tunables[i].value);
 		if (r < 0 && r != -ENOENT)
 			return r;
 	}
+	sched_tunables_reset(sd);
+	for (unsigned i = 0; i < cfg->nr_tunables; i++)
+		(void)sched_tunable_set(sd, cfg->tunables[i].name, cfg->tunables[i].value);
 	return 0;
 }
 
@@ -677,6 +717,12 @@ int main(int argc, char **argv)
 		return cli_main(argc, argv);
 	if (parse_cmdline(&cl, argc, argv))
 		goto out;
+	err = absolute_config(&cl);
+	if (err) {
+		fprintf(stderr, "cfqfs: configuration file %s: %s\n", cl.config_file,
+			strerror(-err));
+		goto out;
+	}
 	if (build_config(&cl, &cfg, true, desc, sizeof(desc))) {
 		fprintf(stderr, "cfqfs: %s\n", desc);
 		goto out;

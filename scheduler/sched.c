@@ -213,6 +213,12 @@ static void tunables_defaults(struct sched *sd)
 		sd->tun[SCHED_POLICY_CFQ][CFQ_T_SLICE_IDLE] = 0;
 }
 
+void sched_tunables_reset(struct sched *sd)
+{
+	tunables_defaults(sd);
+	paranoid_check(sd);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Policy names */
 

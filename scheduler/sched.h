@@ -253,6 +253,12 @@ int sched_tunable_validate(enum sched_policy policy, const char *name, int64_t v
 int sched_tunable_set(struct sched *sd, const char *name, int64_t value);
 /* 0 and *value, or -ENOENT. */
 int sched_tunable_get(const struct sched *sd, const char *name, int64_t *value);
+/*
+ * Puts every tunable of every policy back to the value sched_create() gave it on this device
+ * (the tables' defaults; CFQ's slice_idle 0 when not rotational), undoing each
+ * sched_tunable_set(). Cannot fail.
+ */
+void sched_tunables_reset(struct sched *sd);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Statistics */

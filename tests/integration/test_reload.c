@@ -39,6 +39,7 @@
 
 #include "chaos.h"
 #include "mount.h"
+#include "sched.h"
 #include "workload.h"
 
 #define LOAD_S 20.0		  /* [s] */
@@ -546,5 +547,87 @@ Test(reload, mount_time_keys_are_named_and_keep_their_running_values)
 	reload_and_wait("depth = 16;\nattr_timeout = 1.0;\n");
 	reload_and_wait("depth = 16;\nattr_timeout = 1.0;\n");
 	cr_assert_eq(mnt_log_count(&M, "reload: depth: set when mounting"), 2);
+	mnt_cr_finish(&M);
+}
+
+/*
+ * A relative -c path: the daemon leaves its working directory when it mounts, so a reload must
+ * find the file by the path made absolute at start-up.
+ */
+Test(reload, a_relative_config_path_is_found_again_by_a_reload)
+{
+	const char *const args[] = { "-c", "cfqfs.conf", NULL };
+	char cwd[PATH_MAX], cur[32], st[64];
+	int r;
+
+	mnt_cr_put_conf(&M, "scheduler = \"noop\";\n");
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)), "getcwd: %s", strerror(errno));
+	cr_assert_eq(chdir(M.base), 0, "chdir %s: %s", M.base, strerror(errno));
+	r = mnt_start(&M, args);
+	cr_assert_eq(chdir(cwd), 0, "chdir %s: %s", cwd, strerror(errno));
+	if (r != 0) {
+		mnt_dump_log(&M);
+		cr_assert_fail("mounting with -c cfqfs.conf in %s failed: %s (daemon %s)", M.base,
+			       strerror(-r), mnt_status_str(&M, st, sizeof(st)));
+	}
+	cr_assert_str_eq(active_sched(cur, sizeof(cur)), "noop");
+
+	reload_and_wait("scheduler = \"deadline\";\n");
+	cr_assert_str_eq(active_sched(cur, sizeof(cur)), "deadline", "the reload was not applied");
+	mnt_cr_finish(&M);
+}
+
+/* The default of a CFQ tunable on a rotational device, from the scheduler's table. */
+static const char *cfq_default(const char *name, char *buf, size_t cap)
+{
+	for (const struct sched_tunable_desc *d = sched_tunables(SCHED_POLICY_CFQ); d->name; d++)
+		if (!strcmp(d->name, name)) {
+			snprintf(buf, cap, "%lld", (long long)d->def);
+			return buf;
+		}
+	cr_assert_fail("cfq has no tunable %s", name);
+	return NULL;
+}
+
+/*
+ * A reload reads the file as at start-up: a tunable the file no longer names goes back to its
+ * default, and so does one written through the control directory since; one the file names
+ * gets the file's value.
+ */
+Test(reload, tunables_the_file_no_longer_names_go_back_to_their_defaults)
+{
+	static const char *const names[] = { "slice_idle", "quantum", "group_idle", "slice_sync" };
+	char val[64], def[32];
+
+	wl_cr_mount(&M, "scheduler = \"cfq\";\niosched = { slice_idle = 0; quantum = 2; };\n",
+		    "rotational=true");
+	cr_assert_str_eq(ctl_read("iosched/slice_idle", val, sizeof(val)), "0");
+	cr_assert_str_eq(ctl_read("iosched/quantum", val, sizeof(val)), "2");
+	cr_assert_eq(ctl_write("iosched/group_idle", "3"), 0);
+
+	reload_and_wait("# no tunables any more\niosched = { slice_sync = 50; };\n");
+	for (int i = 0; i < 3; i++) {
+		char rel[64];
+
+		snprintf(rel, sizeof(rel), "iosched/%s", names[i]);
+		cr_assert_str_eq(ctl_read(rel, val, sizeof(val)),
+				 cfq_default(names[i], def, sizeof(def)),
+				 "after a reload with a file that does not name it, %s is %s, its "
+				 "default is %s", names[i], val, def);
+	}
+	cr_assert_str_eq(ctl_read("iosched/slice_sync", val, sizeof(val)), "50");
+	mnt_cr_finish(&M);
+}
+
+/* The default a reload restores is the one of this device: no idling when it does not spin. */
+Test(reload, a_removed_tunable_gets_the_default_of_this_device)
+{
+	char val[64];
+
+	wl_cr_mount(&M, "iosched = { slice_idle = 8; };\n", "rotational=false");
+	cr_assert_str_eq(ctl_read("iosched/slice_idle", val, sizeof(val)), "8");
+	reload_and_wait("scheduler = \"cfq\";\n");
+	cr_assert_str_eq(ctl_read("iosched/slice_idle", val, sizeof(val)), "0",
+			 "slice_idle after the reload on a non-rotational device");
 	mnt_cr_finish(&M);
 }

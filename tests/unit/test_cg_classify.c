@@ -312,6 +312,46 @@ Test(cg_classify_fake, rules_override_weight_group_and_class)
 	cg_classifier_destroy(c);
 }
 
+/*
+ * weight_from_cgroup = false only drops the implicit cgroup weight of callers no rule gives a
+ * weight; a rule that says weight = "cgroup" still gets the caller's file weight.
+ */
+Test(cg_classify_fake, a_rule_asking_for_the_cgroup_weight_gets_it_without_weight_from_cgroup)
+{
+	const struct cg_rule rules[] = {
+		{ .comm = "postgres", .group = "db", .weight = CG_WEIGHT_FROM_CGROUP },
+	};
+	struct cg_config cfg;
+	struct cg_classifier *c;
+	struct cg_result r;
+
+	put_task(5000, 0, "postgres", hybrid_docker);
+	put("blkio/docker/abc/blkio.bfq.weight", "300\n");
+	fake_config(&cfg);
+	cfg.weight_from_cgroup = false;
+	cfg.rules = rules;
+	cfg.nr_rules = 1;
+	c = cg_classifier_create(&cfg);
+	cr_assert_not_null(c);
+
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.rule, 0);
+	cr_assert_str_eq(r.group, "db");
+	cr_assert_eq(r.weight, 300, "the rule asks for the cgroup's weight, got %u", r.weight);
+	cr_assert_eq(r.weight_src, CG_WSRC_CGROUP);
+
+	/* no rule: the cgroup is the group, but its files are not read for the weight */
+	put_task(5000, 0, "psql", hybrid_docker);
+	cr_assert_eq(cg_classify(c, getpid(), 0, 0, NULL, REVAL, &r), 0);
+	cr_assert_eq(r.rule, -1);
+	cr_assert_str_eq(r.group, "/docker/abc");
+	cr_assert(r.group_is_cgroup);
+	cr_assert_eq(r.weight, SCHED_WEIGHT_DEFAULT, "weight_from_cgroup = false, got %u",
+		     r.weight);
+	cr_assert_eq(r.weight_src, CG_WSRC_DEFAULT);
+	cg_classifier_destroy(c);
+}
+
 Test(cg_classify_fake, group_by_uid_gid_none_and_queue_by_thread)
 {
 	struct cg_config cfg;

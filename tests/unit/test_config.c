@@ -291,3 +291,84 @@ Test(config, override_keys_tunables_and_unknown)
 	cr_assert_eq(cfg_set(&c, "ctl_dir", "a/b", err, sizeof(err)), -EINVAL);
 	cr_assert_eq(cfg_set(&c, "rotational", "maybe", err, sizeof(err)), -EINVAL);
 }
+
+/*
+ * Loads `rule` as the only rule, on line 3 of a file, and returns cfg_load_file()'s result
+ * with its message in err (the file is removed again).
+ */
+static int load_rule(struct cfqfs_config *c, const char *rule, char *err, size_t errlen)
+{
+	char text[512];
+	int r;
+
+	snprintf(text, sizeof(text), "depth = 4;\nrules = (\n  %s\n);\n", rule);
+	write_conf(text);
+	err[0] = '\0';
+	r = cfg_load_file(c, path, err, errlen);
+	cleanup();
+	return r;
+}
+
+/* A refused rule: -EINVAL, the message names the file, line 3 and `key`, and has `why`. */
+static void expect_rule_refused(const char *rule, const char *key, const char *why)
+{
+	struct cfqfs_config c, before;
+	char err[CFG_ERR_MAX], where[64];
+
+	cfg_defaults(&c);
+	before = c;
+	cr_assert_eq(load_rule(&c, rule, err, sizeof(err)), -EINVAL, "%s was accepted", rule);
+	snprintf(where, sizeof(where), ":3: rules.%s: ", key);
+	cr_assert(strstr(err, path) && strstr(err, where), "%s: no file:line: key in \"%s\"", rule,
+		  err);
+	cr_assert(strstr(err, why), "%s: \"%s\" does not say \"%s\"", rule, err, why);
+	cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "config changed on failure");
+}
+
+static void expect_rule_loads(const char *rule)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX];
+
+	cfg_defaults(&c);
+	cr_assert_eq(load_rule(&c, rule, err, sizeof(err)), 0, "%s: %s", rule, err);
+	cr_assert_eq(c.nr_rules, 1);
+}
+
+/* "" would be stored as "not set": the rule would put everyone in group_by's group. */
+Test(config, an_empty_rule_group_is_an_error_with_line)
+{
+	expect_rule_refused("{ comm = \"rsync\"; group = \"\"; }", "group", "empty group name");
+	expect_rule_refused("{ comm = \"\"; weight = 100; }", "comm", "empty");
+	expect_rule_refused("{ cgroup = \"\"; weight = 100; }", "cgroup", "empty");
+}
+
+/* The caller's cgroup path always starts with '/'; a glob whose first character is another
+ * literal can never match it. */
+Test(config, a_rule_cgroup_not_starting_with_slash_is_an_error_with_line)
+{
+	expect_rule_refused("{ cgroup = \"docker/*\"; weight = 100; }", "cgroup",
+			    "cgroup paths start with /");
+	expect_rule_refused("{ cgroup = \"system.slice\"; }", "cgroup",
+			    "cgroup paths start with /");
+	expect_rule_loads("{ cgroup = \"/docker/*\"; weight = 100; }");
+	expect_rule_loads("{ cgroup = \"*docker*\"; weight = 100; }"); /* '*' matches the '/' */
+	expect_rule_loads("{ cgroup = \"?docker*\"; weight = 100; }");
+}
+
+/* The kernel keeps 15 characters of a command name; a glob needing more never matches. */
+Test(config, a_rule_comm_longer_than_15_characters_is_an_error_with_line)
+{
+	expect_rule_refused("{ comm = \"0123456789abcdef\"; weight = 100; }", "comm",
+			    "15 characters");
+	/* a prefix written for the full name: 16 characters before the '*' */
+	expect_rule_refused("{ comm = \"postgres-backup-*\"; class = \"idle\"; }", "comm",
+			    "15 characters");
+	expect_rule_refused("{ comm = \"[a-z]123456789abcdef*\"; }", "comm", "15 characters");
+	expect_rule_loads("{ comm = \"0123456789abcde\"; weight = 100; }");
+	expect_rule_loads("{ comm = \"0123456789abcde*\"; weight = 100; }");
+	expect_rule_loads("{ comm = \"postgres-backu*\"; weight = 100; }");
+	/* a bracket expression is one character, however long it is written */
+	expect_rule_loads("{ comm = \"[[:alpha:]][[:digit:]]*worker\"; weight = 100; }");
+	expect_rule_loads("{ comm = \"[]abcdefghijklmnop]x\"; weight = 100; }");
+}
