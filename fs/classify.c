@@ -277,14 +277,27 @@ void pt_classify_release(struct exec_tag *opener)
 	opener->path = NULL;
 }
 
-void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener,
+void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener, int fd,
 		 bool is_read_or_fsync, struct exec_tag *out)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char *late_path = NULL;
+	bool need_path;
 
 	*out = *opener;
+	/* A handle opened while no rule matched on paths has none: if a reload has brought
+	 * such rules since, its path is looked up per request (the config promises new rules
+	 * for the very next request); handles opened after the reload keep theirs. */
+	if (!opener->path) {
+		pthread_rwlock_rdlock(&c->lock);
+		need_path = c->need_path;
+		pthread_rwlock_unlock(&c->lock);
+		if (need_path)
+			late_path = mount_path(c, fd);
+	}
 	/* pid 0 (writeback, kernel-initiated) or a caller already gone: the opener pays. */
-	classify_caller(c, req, opener->path, out);
+	classify_caller(c, req, opener->path ? opener->path : late_path, out);
+	free(late_path);
 	out->no_caller = !ctx || ctx->pid <= 0;
 	out->path = NULL; /* the opener keeps ownership */
 	out->file = opener->file;

@@ -48,9 +48,10 @@ void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int o
 /* Frees what pt_classify_open() kept. Cannot fail. */
 void pt_classify_release(struct exec_tag *opener);
 
-/* Classifies one data request. `is_read_or_fsync`: reads and fsyncs are always sync; writes
- * take the handle's sync flag. Cannot fail. */
-void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener,
+/* Classifies one data request on the handle whose backing fd is `fd` (for its path, when path
+ * rules came with a reload after it was opened). `is_read_or_fsync`: reads and fsyncs are
+ * always sync; writes take the handle's sync flag. Cannot fail. */
+void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener, int fd,
 		 bool is_read_or_fsync, struct exec_tag *out);
 
 #endif

@@ -957,7 +957,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ctl_read(pt__fs(req)->ctl, req, size, off, fi);
 		return;
 	}
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, true, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd, true, &tag);
 	exec_read(pt__fs(req)->ex, req, pf->fd, size, off, &tag);
 }
 
@@ -1037,7 +1037,7 @@ static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 		reply_err(req, fd);
 		return;
 	}
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, false, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd, false, &tag);
 	exec_write(pt__fs(req)->ex, req, fd, in_buf, off, &tag);
 }
 
@@ -1047,7 +1047,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	struct exec_tag tag;
 
 	CTL_GUARD_ERR(ino, 0); /* nothing to make durable */
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, true, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd, true, &tag);
 	exec_fsync(pt__fs(req)->ex, req, pf->fd, datasync != 0, &tag);
 }
 

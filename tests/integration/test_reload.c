@@ -631,3 +631,39 @@ Test(reload, a_removed_tunable_gets_the_default_of_this_device)
 			 "slice_idle after the reload on a non-rotational device");
 	mnt_cr_finish(&M);
 }
+
+/*
+ * A path rule that a reload brings applies to files that were open before it, from their next
+ * request, as the configuration promises for every new rule. A handle opened while no rule
+ * matched on paths had no path and kept being charged by the old rules for its lifetime; a
+ * handle opened after the reload was charged to the new group.
+ */
+Test(reload, a_path_rule_added_by_a_reload_applies_to_files_already_open)
+{
+	static const char *const before = "scheduler = \"noop\";\n"
+					  "rules = ( { uid = 0; group = \"pr-uid\"; } );\n";
+	static const char *const after = "scheduler = \"noop\";\n"
+					 "rules = ( { path = \"/pr\"; group = \"pr-path\"; },\n"
+					 "\t{ uid = 0; group = \"pr-uid\"; } );\n";
+	char buf[4096];
+	uint64_t b0, b1;
+	int fd;
+
+	if (geteuid() != 0)
+		cr_skip("the rules match uid 0");
+	cr_assert_eq(ch_make_file(src_path(&M, "pr"), 9, 1u << 20), 0);
+	wl_cr_mount(&M, before, "direct_io");
+	fd = open(mnt_path(&M, "pr"), O_RDONLY);
+	cr_assert_geq(fd, 0, "open: %s", strerror(errno));
+	cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert_gt(wl_iostat_or_0(&M, "pr-uid", "rbytes"), 0, "not charged to pr-uid first");
+	reload_and_wait(after);
+	b0 = wl_iostat_or_0(&M, "pr-path", "rbytes");
+	cr_assert_eq(pread(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+	b1 = wl_iostat_or_0(&M, "pr-path", "rbytes");
+	cr_assert_eq(b1 - b0, sizeof(buf),
+		     "the read on the handle opened before the reload was not charged to the path "
+		     "rule's group (+%" PRIu64 " B)", b1 - b0);
+	close(fd);
+	mnt_cr_finish(&M);
+}
