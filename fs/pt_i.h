@@ -72,7 +72,7 @@ struct pt_fs {
 struct pt_file {
 	int fd;			  /* backing fd, opened with the (adjusted) open flags */
 	/* The same file without O_APPEND, for writes after the caller cleared O_APPEND with
-	 * fcntl(F_SETFL): -1 until first needed (pt__file_plain_fd), closed with the handle */
+	 * fcntl(F_SETFL): -1 until first needed (write_fd in pt_ops.c), closed with the handle */
 	atomic_int plain_fd;
 	int flags;		  /* flags as the kernel sent them (before our adjustments) */
 	dev_t dev;		  /* backing st_dev (POSIX lock owners are per backing file) */
