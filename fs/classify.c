@@ -47,9 +47,12 @@ struct verdict {
 
 /* Invariant: cg is never NULL after cls_create() succeeded. */
 struct classifier {
-	pthread_rwlock_t lock;	    /* write: reload swaps cg/need_path; read: classify */
+	pthread_rwlock_t lock;	    /* write: reload swaps cg; read: classify */
 	struct cg_classifier *cg;   /* protected by lock */
-	bool need_path;		    /* some rule matches on paths; protected by lock */
+	/* some rule of cg matches on paths: stored under the write lock with cg, read without
+	 * a lock (every request of a path-less handle asks; a request racing a reload may see
+	 * the old value, as it may classify under the old rules) */
+	atomic_bool need_path;
 	_Atomic uint64_t gen;	    /* bumped under the write lock by every reload */
 	_Atomic uint64_t keep_ns;   /* [ns] verdict lifetime (verdict_ns()), 0: none kept */
 	struct grp_registry *groups; /* borrowed; own lock */
@@ -141,16 +144,18 @@ struct classifier *cls_create(const struct cfqfs_config *cfg, const char *source
 			      struct grp_registry *groups, int *err)
 {
 	struct classifier *c = calloc(1, sizeof(*c));
+	bool need_path;
 
 	if (!c) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	c->cg = build(cfg, &c->need_path, err);
+	c->cg = build(cfg, &need_path, err);
 	if (!c->cg) {
 		free(c);
 		return NULL;
 	}
+	atomic_init(&c->need_path, need_path);
 	c->groups = groups;
 	snprintf(c->source, sizeof(c->source), "%s", source);
 	c->source_len = strlen(c->source);
@@ -183,7 +188,7 @@ int cls_reload(struct classifier *c, const struct cfqfs_config *cfg)
 	pthread_rwlock_wrlock(&c->lock);
 	old = c->cg;
 	c->cg = cg;
-	c->need_path = need_path;
+	atomic_store(&c->need_path, need_path);
 	atomic_store(&c->keep_ns, verdict_ns(cfg));
 	atomic_fetch_add(&c->gen, 1); /* every kept verdict came from the old rules */
 	pthread_rwlock_unlock(&c->lock);
@@ -254,12 +259,8 @@ void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int o
 		      int fd, struct exec_tag *opener)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	bool need_path;
 
-	pthread_rwlock_rdlock(&c->lock);
-	need_path = c->need_path;
-	pthread_rwlock_unlock(&c->lock);
-	opener->path = need_path ? mount_path(c, fd) : NULL;
+	opener->path = atomic_load(&c->need_path) ? mount_path(c, fd) : NULL;
 	if (!classify_caller(c, req, opener->path, opener)) {
 		opener->queue_key = ctx ? (uint64_t)ctx->pid : 0;
 		opener->group = SCHED_ROOT_GROUP;
@@ -282,19 +283,13 @@ void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *op
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char *late_path = NULL;
-	bool need_path;
 
 	*out = *opener;
 	/* A handle opened while no rule matched on paths has none: if a reload has brought
 	 * such rules since, its path is looked up per request (the config promises new rules
 	 * for the very next request); handles opened after the reload keep theirs. */
-	if (!opener->path) {
-		pthread_rwlock_rdlock(&c->lock);
-		need_path = c->need_path;
-		pthread_rwlock_unlock(&c->lock);
-		if (need_path)
-			late_path = mount_path(c, fd);
-	}
+	if (!opener->path && atomic_load(&c->need_path))
+		late_path = mount_path(c, fd);
 	/* pid 0 (writeback, kernel-initiated) or a caller already gone: the opener pays. */
 	classify_caller(c, req, opener->path ? opener->path : late_path, out);
 	free(late_path);

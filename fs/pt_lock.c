@@ -531,11 +531,15 @@ static struct lock_owner *blocker_of(struct pt_locks *tab, const struct lock_own
  * holders: the blocker's owner, if it waits (on any file of the mount), is blocked by another,
  * and so on, as the kernel's posix_locks_deadlock does. Lock owners are processes
  * (fi->lock_owner is the same for every file a process has open here). Called with tab->lock
- * held.
+ * held, right after blocker_changed(w) has recorded what blocks w now.
  */
 static bool deadlock(struct pt_locks *tab, const struct lock_waiter *w)
 {
-	const struct lock_owner *b = blocker_of(tab, w->lo, &w->fl);
+	/* the first hop is the lock blocker_changed() has just found (no second F_OFD_GETLK) */
+	const struct lock_owner *b =
+		w->blocking.l_type == F_UNLCK
+			? NULL
+			: holder(tab, w->lo->dev, w->lo->ino, w->lo->owner, &w->blocking);
 
 	for (int step = 0; b && step < PT_DEADLOCK_STEPS; step++) {
 		const struct lock_waiter *x;
