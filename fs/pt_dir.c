@@ -6,11 +6,15 @@
  * offset the kernel hands back resumes exactly there. An entry read but not fitting in the
  * reply buffer is kept (pending) for the next call, as the DIR stream cannot un-read it.
  *
- * The root lists the control directory first, before SOURCE's entries; its offset is
- * PT_CTL_COOKIE, which stands for "SOURCE's stream from its beginning". Backing filesystems
- * hand out positions as non-negative d_off values, so the negative cookie cannot collide;
- * the price is that seekdir() to exactly the position after the control entry fails (lseek
- * refuses negative directory offsets), which only a telldir() taken right there could ask.
+ * The root lists the control directory first, before SOURCE's entries; its offset (the
+ * handle's ctl_cookie) stands for "SOURCE's stream from its beginning". It must be a position
+ * seekdir() can go back to, so non-negative (lseek refuses negative directory offsets), and
+ * one SOURCE's stream does not use. No value is promised unused, so PT_CTL_COOKIE is one that
+ * the usual layouts never or almost never hand out: small indexes (tmpfs, btrfs, xfs), 31- or
+ * 63-bit name hashes (ext4, whose end-of-directory mark is INT64_MAX; one name in 2^63 might
+ * land on it). Should SOURCE's stream hand it out all the same, the handle switches to
+ * PT_CTL_COOKIE_SPARE, which no stream can use (negative): listings stay right, only a
+ * seekdir() to exactly the position after the control entry then fails.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +25,8 @@
 #include "log.h"
 #include "pt_i.h"
 
-#define PT_CTL_COOKIE INT64_MIN
+#define PT_CTL_COOKIE (INT64_MAX - 1)
+#define PT_CTL_COOKIE_SPARE INT64_MIN
 
 void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -58,6 +63,7 @@ void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out_close;
 	}
 	d->is_root = in->nodeid == FUSE_ROOT_ID;
+	d->ctl_cookie = PT_CTL_COOKIE;
 	d->dev = in->dev;
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->cache_readdir = fs->opts.kernel_cache;
@@ -109,14 +115,14 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 			ctl_root_entry(fs->ctl, &e);
 			if (plus)
 				n = fuse_add_direntry_plus(req, buf, size, fs->opts.ctl_dir, &e,
-							   PT_CTL_COOKIE);
+							   d->ctl_cookie);
 			else
 				n = fuse_add_direntry(req, buf, size, fs->opts.ctl_dir, &e.attr,
-						      PT_CTL_COOKIE);
+						      d->ctl_cookie);
 			if (n > size)
 				return 0;
 			used = n;
-		} else if (off == PT_CTL_COOKIE) {
+		} else if (off == d->ctl_cookie) {
 			off = 0;
 		}
 	}
@@ -138,6 +144,13 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 				break;
 			}
 			d->pending = ent;
+		}
+		if (d->is_root && (off_t)ent->d_off == d->ctl_cookie) {
+			/* SOURCE uses the value (see the top): from now on it is SOURCE's */
+			LOG_DEBUG("readdir: SOURCE's root hands out position %lld, the control "
+				  "entry's; it moves to %lld", (long long)ent->d_off,
+				  (long long)PT_CTL_COOKIE_SPARE);
+			d->ctl_cookie = PT_CTL_COOKIE_SPARE;
 		}
 		if (d->is_root && fs->opts.ctl_dir[0] && strcmp(ent->d_name, fs->opts.ctl_dir) == 0)
 			goto next; /* reserved: the control directory, listed first */

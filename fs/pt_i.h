@@ -89,6 +89,7 @@ struct pt_dir {
 	struct dirent *pending;	  /* entry read but not yet returned (buffer full); by lock */
 	off_t offset;		  /* offset the next returned entry follows; protected by lock */
 	bool is_root;		  /* directory is SOURCE (ctl_dir hiding); immutable */
+	off_t ctl_cookie;	  /* root: the control entry's offset (pt_dir.c); by lock */
 	dev_t dev;		  /* backing st_dev of the directory (its entries' d_ino); immutable */
 	struct pt_dir *prev, *next; /* fs->dirs list; protected by fs->handles_lock */
 };

@@ -217,6 +217,67 @@ Test(posix_dirs, rewinddir_lists_again)
 	mnt_cr_finish(&M);
 }
 
+/*
+ * Reads `path` with readdir(), taking telldir() after every entry, then seekdir()s to each
+ * position in turn: the next entry must be the one that followed it in the first pass (and
+ * none after the last). Returns how many entries were listed.
+ */
+static int check_every_telldir(const char *path)
+{
+	enum { MAX = 200 };
+	static char names[MAX][256];
+	static long pos[MAX];
+	DIR *d = opendir(path);
+	struct dirent *ent;
+	int n = 0;
+
+	cr_assert_not_null(d, "opendir %s: %s", path, strerror(errno));
+	while ((ent = readdir(d)) != NULL) {
+		cr_assert_lt(n, MAX, "%s: more than %d entries", path, MAX);
+		snprintf(names[n], sizeof(names[n]), "%s", ent->d_name);
+		pos[n++] = telldir(d);
+	}
+	for (int i = 0; i < n; i++) {
+		seekdir(d, pos[i]);
+		errno = 0;
+		ent = readdir(d);
+		if (i + 1 < n) {
+			cr_assert_not_null(ent, "%s: seekdir to after \"%s\" (%ld): no entry (%s)",
+					   path, names[i], pos[i], strerror(errno));
+			cr_assert_str_eq(ent->d_name, names[i + 1],
+					 "%s: seekdir to after \"%s\" (%ld) gave \"%s\", want \"%s\"",
+					 path, names[i], pos[i], ent->d_name, names[i + 1]);
+		} else {
+			cr_assert_null(ent, "%s: seekdir to the end (%ld) gave \"%s\"", path, pos[i],
+				       ent ? ent->d_name : "");
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* The root lists the control directory before SOURCE's entries: the position right after it
+ * must be one seekdir() can go back to, like every other. */
+Test(posix_dirs, seekdir_to_every_telldir_position_including_after_the_control_dir)
+{
+	int n;
+
+	cr_assert_eq(mkdir(src_path(&M, "s"), 0755), 0);
+	for (int i = 0; i < 40; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		cr_assert_eq(mnt_put(src_path(&M, name), "", 0, 0644), 0);
+		snprintf(name, sizeof(name), "s/g%d", i);
+		cr_assert_eq(mnt_put(src_path(&M, name), "", 0, 0644), 0);
+	}
+	n = check_every_telldir(mnt_path(&M, ""));
+	cr_assert_eq(n, 2 + 1 + 1 + 40, "root: %d entries, want . .. .cfqfs s f0..f39", n);
+	n = check_every_telldir(mnt_path(&M, "s"));
+	cr_assert_eq(n, 2 + 40, "s: %d entries", n);
+	mnt_cr_finish(&M);
+}
+
 Test(posix_dirs, fsyncdir_succeeds)
 {
 	int fd;
