@@ -225,7 +225,7 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	struct cg_result res;
 	sched_ns now = clk_now();
 	uint64_t gen;
-	uint32_t id;
+	uint32_t id, rank;
 	int r;
 
 	if (!ctx || ctx->pid <= 0)
@@ -238,8 +238,10 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	pthread_rwlock_unlock(&c->lock);
 	if (r < 0)
 		return false;
-	r = grp_resolve(c->groups, res.group, res.weight, res.weight_src != CG_WSRC_DEFAULT, gen,
-			now, &id);
+	rank = res.weight_src == CG_WSRC_RULE	  ? GRP_RANK_RULE(res.rule)
+	       : res.weight_src == CG_WSRC_CGROUP ? GRP_RANK_CGROUP
+						  : GRP_RANK_DEFAULT;
+	r = grp_resolve(c->groups, res.group, res.weight, rank, gen, now, &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
 	grp_note_pid(c->groups, id, res.tgid, now);

@@ -8,6 +8,7 @@
 
 #include "cgroup.h"
 #include "executor.h"
+#include "log.h"
 #include "sched.h"
 
 #define GRP_NAME_MAX CG_NAME_MAX
@@ -28,8 +29,10 @@ struct grp_entry {
 	uint32_t parent;  /* scheduler group id of the parent */
 	uint32_t weight;  /* [weight units] current */
 	bool pinned;	  /* weight set by an administrator */
-	uint64_t wgen;	  /* configuration generation whose rule or cgroup file set the weight;
-			     0: none (a default weight replaces it) */
+	uint64_t wgen;	  /* configuration generation whose classification set the weight;
+			     0: none yet (any source applies) */
+	uint32_t wrank;	  /* GRP_RANK_* of the source that set it under wgen */
+	uint64_t wconflict; /* generation a conflict of two rules' weights was logged in */
 	bool dead;	  /* removed from the scheduler; dropped at the next compaction */
 	uint32_t children; /* live entries whose parent this is */
 	uint32_t refs;	  /* open files charged to it (grp_ref) */
@@ -331,7 +334,7 @@ static int32_t get_or_create(struct grp_registry *r, const char *name, int32_t p
 	return (int32_t)(r->nr - 1);
 }
 
-int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, bool explicit,
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t rank,
 		uint64_t gen, uint64_t now, uint32_t *id)
 {
 	char path[GRP_NAME_MAX];
@@ -369,12 +372,21 @@ int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, bool 
 	}
 	if (err == 0) {
 		struct grp_entry *g = &r->entries[e];
-		/* a default does not undo the weight a rule or cgroup file gave under the same
-		 * configuration; after a reload it does */
-		bool keep = !explicit && g->wgen == gen;
+		/* a weaker source does not undo what a stronger one gave under the same
+		 * configuration (see groups.h); after a reload it does */
+		bool keep = g->wgen == gen && rank > g->wrank;
 
-		if (explicit)
+		if (keep && rank < GRP_RANK_CGROUP && weight != g->weight && g->wconflict != gen &&
+		    !g->pinned) {
+			g->wconflict = gen;
+			LOG_WARN("group %s: rule %u gives weight %u, rule %u (listed earlier) gives "
+				 "%u; keeping %u", g->name, rank, weight, g->wrank, g->weight,
+				 g->weight);
+		}
+		if (!keep) {
 			g->wgen = gen;
+			g->wrank = rank;
+		}
 		g->last_used = now;
 		if (!g->pinned && !keep && g->weight != weight && g->id != SCHED_ROOT_GROUP) {
 			struct weight_args w = { g->id, weight };

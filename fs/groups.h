@@ -7,12 +7,14 @@
  * created under "/a", which is created (with the default weight) under the root; other names
  * are flat children of the root. "/" is the root group.
  *
- * Weights: a classification carries the weight it found (rule, cgroup files or default);
- * grp_resolve() applies it when it differs from the group's current one, unless the weight was
- * pinned by an administrator (grp_set_weight, e.g. a write to .cfqfs/groups/NAME/weight), or
- * it is only the default while a rule or cgroup file gave the group its weight under the
- * configuration in force: callers classified into one group by different rules (one with a
- * weight, one without) must not swing its weight between that and the default.
+ * Weights: a classification carries the weight it found (rule, cgroup files or default) and
+ * its rank (GRP_RANK_*). grp_resolve() applies it when it differs from the group's current one,
+ * unless the weight was pinned by an administrator (grp_set_weight, e.g. a write to
+ * .cfqfs/groups/NAME/weight), or a stronger source gave the group its weight under the
+ * configuration in force. Callers classified into one group by different rules must not swing
+ * its weight with whichever came last: a rule's weight beats a cgroup file's, which beats the
+ * default, and of two rules the one listed first wins (as "first match wins" among rules);
+ * the same source again (a cgroup file that changed, say) applies. A reload starts over.
  *
  * Locking: one mutex inside, taken before the executor lock (grp_* may call exec_with_sched);
  * never call grp_* from inside exec_with_sched.
@@ -33,14 +35,19 @@ void grp_destroy(struct grp_registry *r);
 
 /*
  * The scheduler group id of `name`, created (with its missing ancestors) on first use with
- * `weight` [10..1000], and marked used at `now` [ns, clk_now()]. `explicit` says a rule or a
- * cgroup file gave `weight` (false: the default), under configuration generation `gen` (> 0,
- * bumped by every reload; see the header comment). Also removes expired groups
- * (grp_set_expiry). Returns 0 and *id; -EINVAL (empty or overlong name, bad weight), -ENOMEM
- * or another error of sched_group_create; then *id is the root group. Thread-safe.
+ * `weight` [10..1000], and marked used at `now` [ns, clk_now()]. `rank` says where `weight`
+ * came from (GRP_RANK_*; lower is stronger), under configuration generation `gen` (> 0, bumped
+ * by every reload; see the header comment). Also removes expired groups (grp_set_expiry).
+ * Returns 0 and *id; -EINVAL (empty or overlong name, bad weight), -ENOMEM or another error of
+ * sched_group_create; then *id is the root group. Thread-safe.
  */
-int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, bool explicit,
+int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t rank,
 		uint64_t gen, uint64_t now, uint32_t *id);
+
+/* Ranks of a weight's source for grp_resolve (lower is stronger). */
+#define GRP_RANK_RULE(i) ((uint32_t)(i) + 1u) /* rule i (0-based) of the configuration */
+#define GRP_RANK_CGROUP (UINT32_MAX - 1u)     /* the caller's cgroup weight files */
+#define GRP_RANK_DEFAULT UINT32_MAX	      /* nothing gave one */
 
 /*
  * Groups unused for `idle` [ns] are removed from the registry and the scheduler (their queues,

@@ -1571,3 +1571,49 @@ Test(ctl_name, a_rule_weight_is_not_undone_by_a_caller_without_one)
 	}
 	mnt_cr_finish(&m2);
 }
+
+/*
+ * Two rules with different weights send callers to one group (group_by uid). The rule listed
+ * first wins, whichever caller comes last: the weight swung between the two with each caller.
+ */
+Test(ctl_name, of_two_rule_weights_for_one_group_the_earlier_rule_wins)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "direct_io", "-c", NULL, NULL };
+	static const char conf[] = "group_by = \"uid\";\n"
+				   "rules = (\n"
+				   "\t{ comm = \"cfqfs-w100\"; weight = 100; },\n"
+				   "\t{ uid = 0; weight = 900; }\n"
+				   ");\n";
+	static char conf_path[PATH_MAX], data[PATH_MAX], weight[PATH_MAX];
+	const char *argv[sizeof(args) / sizeof(args[0])];
+	char page[4096] = { 0 }, *w;
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(&m2), 0);
+	snprintf(conf_path, sizeof(conf_path), "%s", base_path(&m2, "w.conf"));
+	cr_assert_eq(mnt_put(conf_path, conf, sizeof(conf) - 1, 0644), 0);
+	cr_assert_eq(mnt_put(src_path(&m2, "f"), page, sizeof(page), 0644), 0);
+	memcpy(argv, args, sizeof(args));
+	argv[3] = conf_path;
+	cr_assert_eq(mnt_start(&m2, argv), 0, "mount with %s failed", conf_path);
+	snprintf(data, sizeof(data), "%s", mnt_path(&m2, "f"));
+	snprintf(weight, sizeof(weight), "%s", mnt_path(&m2, ".cfqfs/groups/uid:0/weight"));
+	/* the later rule's caller alone: its weight */
+	cr_assert_eq(read_as(data, "cfqfs-w900"), 0, "read as the second rule's caller");
+	w = slurp(weight);
+	cr_assert_eq(atoi(w), 900, "after the second rule's caller only: %s", w);
+	free(w);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(read_as(data, "cfqfs-w100"), 0, "read as the first rule's caller");
+		w = slurp(weight);
+		cr_assert_eq(atoi(w), 100, "round %d, after the first rule's caller: %s", round, w);
+		free(w);
+		cr_assert_eq(read_as(data, "cfqfs-w900"), 0, "read as the second rule's caller");
+		w = slurp(weight);
+		cr_assert_eq(atoi(w), 100, "round %d, after the second rule's caller: %s", round, w);
+		free(w);
+	}
+	mnt_cr_finish(&m2);
+}
