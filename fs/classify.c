@@ -55,6 +55,10 @@ struct classifier {
 	atomic_bool need_path;
 	_Atomic uint64_t gen;	    /* bumped under the write lock by every reload */
 	_Atomic uint64_t keep_ns;   /* [ns] verdict lifetime (verdict_ns()), 0: none kept */
+	/* weight_from_cgroup: parent cgroups' weights are read too (grp_refresh_parents), at
+	 * most once per parent_ttl [ns] (cache_ttl_ms); both set at create and reload */
+	atomic_bool parent_weights;
+	_Atomic uint64_t parent_ttl;
 	struct grp_registry *groups; /* borrowed; own lock */
 	char source[PATH_MAX];	    /* immutable */
 	size_t source_len;	    /* immutable */
@@ -163,6 +167,8 @@ struct classifier *cls_create(const struct cfqfs_config *cfg, const char *source
 	pthread_mutex_init(&c->vlock, NULL);
 	atomic_init(&c->gen, 1);
 	atomic_init(&c->keep_ns, verdict_ns(cfg));
+	atomic_init(&c->parent_weights, cfg->weight_from_cgroup);
+	atomic_init(&c->parent_ttl, (uint64_t)cfg->cache_ttl_ms * SCHED_NS_PER_MS);
 	*err = 0;
 	return c;
 }
@@ -190,6 +196,8 @@ int cls_reload(struct classifier *c, const struct cfqfs_config *cfg)
 	c->cg = cg;
 	atomic_store(&c->need_path, need_path);
 	atomic_store(&c->keep_ns, verdict_ns(cfg));
+	atomic_store(&c->parent_weights, cfg->weight_from_cgroup);
+	atomic_store(&c->parent_ttl, (uint64_t)cfg->cache_ttl_ms * SCHED_NS_PER_MS);
 	atomic_fetch_add(&c->gen, 1); /* every kept verdict came from the old rules */
 	pthread_rwlock_unlock(&c->lock);
 	cg_classifier_destroy(old); /* no reader holds it: they hold the read lock while using it */
@@ -215,6 +223,19 @@ static char *mount_path(const struct classifier *c, int fd)
 	if (*rel != '/' && *rel != '\0')
 		return NULL;
 	return strdup(*rel ? rel : "/");
+}
+
+struct parent_arg {
+	const struct cg_classifier *cg;
+	enum cg_hier hier;
+};
+
+/* grp_weight_fn over the classifier's view of the cgroup mounts. */
+static int parent_weight(void *arg, const char *path, uint32_t *weight)
+{
+	const struct parent_arg *a = arg;
+
+	return cg_classifier_cgroup_weight(a->cg, a->hier, path, weight);
 }
 
 /* Classifies the caller of req; false if it cannot be (pid 0, task gone). */
@@ -244,6 +265,16 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	r = grp_resolve(c->groups, res.group, res.weight, rank, gen, now, &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
+	if (r == 0 && res.group_is_cgroup && atomic_load(&c->parent_weights)) {
+		struct parent_arg pa;
+
+		/* the read lock keeps c->cg (whose mounts parent_weight reads) alive */
+		pthread_rwlock_rdlock(&c->lock);
+		pa = (struct parent_arg){ c->cg, (enum cg_hier)res.hier };
+		grp_refresh_parents(c->groups, res.group, parent_weight, &pa, gen, now,
+				    atomic_load(&c->parent_ttl));
+		pthread_rwlock_unlock(&c->lock);
+	}
 	grp_note_pid(c->groups, id, res.tgid, now);
 	t->queue_key = res.queue_key;
 	t->group = id;

@@ -33,6 +33,7 @@ struct grp_entry {
 			     0: none yet (any source applies) */
 	uint32_t wrank;	  /* GRP_RANK_* of the source that set it under wgen */
 	uint64_t wconflict; /* generation a conflict of two rules' weights was logged in */
+	uint64_t pw_read; /* [ns, clk_now] grp_refresh_parents last read its weight; 0: never */
 	bool dead;	  /* removed from the scheduler; dropped at the next compaction */
 	uint32_t children; /* live entries whose parent this is */
 	uint32_t refs;	  /* open files charged to it (grp_ref) */
@@ -334,6 +335,36 @@ static int32_t get_or_create(struct grp_registry *r, const char *name, int32_t p
 	return (int32_t)(r->nr - 1);
 }
 
+/*
+ * Gives entry g `weight` from a source of rank `rank` under generation `gen`, unless pinned or
+ * a stronger source gave it one under `gen` (groups.h); logs a conflict of two rules' weights
+ * once per generation. Called with r->lock held.
+ */
+static void apply_weight(struct grp_registry *r, struct grp_entry *g, uint32_t weight,
+			 uint32_t rank, uint64_t gen)
+{
+	/* a weaker source does not undo what a stronger one gave under the same configuration;
+	 * after a reload it does */
+	bool keep = g->wgen == gen && rank > g->wrank;
+
+	if (keep && rank < GRP_RANK_CGROUP && weight != g->weight && g->wconflict != gen &&
+	    !g->pinned) {
+		g->wconflict = gen;
+		LOG_WARN("group %s: rule %u gives weight %u, rule %u (listed earlier) gives %u; "
+			 "keeping %u", g->name, rank, weight, g->wrank, g->weight, g->weight);
+	}
+	if (keep)
+		return;
+	g->wgen = gen;
+	g->wrank = rank;
+	if (!g->pinned && g->weight != weight && g->id != SCHED_ROOT_GROUP) {
+		struct weight_args w = { g->id, weight };
+
+		if (exec_with_sched(r->ex, do_set_weight, &w) == 0)
+			g->weight = weight;
+	}
+}
+
 int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t rank,
 		uint64_t gen, uint64_t now, uint32_t *id)
 {
@@ -372,31 +403,58 @@ int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint3
 	}
 	if (err == 0) {
 		struct grp_entry *g = &r->entries[e];
-		/* a weaker source does not undo what a stronger one gave under the same
-		 * configuration (see groups.h); after a reload it does */
-		bool keep = g->wgen == gen && rank > g->wrank;
 
-		if (keep && rank < GRP_RANK_CGROUP && weight != g->weight && g->wconflict != gen &&
-		    !g->pinned) {
-			g->wconflict = gen;
-			LOG_WARN("group %s: rule %u gives weight %u, rule %u (listed earlier) gives "
-				 "%u; keeping %u", g->name, rank, weight, g->wrank, g->weight,
-				 g->weight);
-		}
-		if (!keep) {
-			g->wgen = gen;
-			g->wrank = rank;
-		}
+		apply_weight(r, g, weight, rank, gen);
 		g->last_used = now;
-		if (!g->pinned && !keep && g->weight != weight && g->id != SCHED_ROOT_GROUP) {
-			struct weight_args w = { g->id, weight };
-			if (exec_with_sched(r->ex, do_set_weight, &w) == 0)
-				g->weight = weight;
-		}
 		*id = g->id;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return err;
+}
+
+void grp_refresh_parents(struct grp_registry *r, const char *name, grp_weight_fn fn, void *arg,
+			 uint64_t gen, uint64_t now, uint64_t ttl)
+{
+	char path[GRP_NAME_MAX];
+	size_t due[GRP_PARENTS_MAX], nr_due = 0, len = strlen(name);
+
+	if (name[0] != '/' || len >= sizeof(path))
+		return;
+	memcpy(path, name, len + 1);
+	/* 1. under the lock: which ancestors are due (marked read now, so that concurrent
+	 * callers do not read the same files again) */
+	pthread_mutex_lock(&r->lock);
+	for (char *p = strchr(path + 1, '/'); p && nr_due < GRP_PARENTS_MAX;
+	     p = strchr(p + 1, '/')) {
+		int32_t e;
+
+		*p = '\0';
+		e = find(r, path, cg_name_hash(path));
+		*p = '/';
+		if (e < 0 || r->entries[e].pinned)
+			continue;
+		if (r->entries[e].pw_read != 0 && now - r->entries[e].pw_read < ttl)
+			continue;
+		r->entries[e].pw_read = now ? now : 1;
+		due[nr_due++] = (size_t)(p - path);
+	}
+	pthread_mutex_unlock(&r->lock);
+	/* 2. the files, without the lock; 3. each weight found, under it again (the group may
+	 * have gone meanwhile: then it is skipped) */
+	for (size_t i = 0; i < nr_due; i++) {
+		uint32_t w;
+		int32_t e;
+
+		path[due[i]] = '\0';
+		if (fn(arg, path, &w) == 0 && w >= SCHED_WEIGHT_MIN && w <= SCHED_WEIGHT_MAX) {
+			pthread_mutex_lock(&r->lock);
+			e = find(r, path, cg_name_hash(path));
+			if (e >= 0)
+				apply_weight(r, &r->entries[e], w, GRP_RANK_CGROUP, gen);
+			pthread_mutex_unlock(&r->lock);
+		}
+		path[due[i]] = '/';
+	}
 }
 
 int grp_set_weight(struct grp_registry *r, const char *name, uint32_t weight)

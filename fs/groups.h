@@ -44,6 +44,24 @@ void grp_destroy(struct grp_registry *r);
 int grp_resolve(struct grp_registry *r, const char *name, uint32_t weight, uint32_t rank,
 		uint64_t gen, uint64_t now, uint32_t *id);
 
+/* Reads the weight of cgroup `path`: 0 and *weight [10..1000], or -errno (-ENOENT: it has no
+ * weight file). */
+typedef int (*grp_weight_fn)(void *arg, const char *path, uint32_t *weight);
+
+#define GRP_PARENTS_MAX 16 /* ancestors grp_refresh_parents looks at, from the top */
+
+/*
+ * Refreshes the weights of the groups above cgroup group `name` ("/a/b/c": "/a" and "/a/b";
+ * not the root) from their cgroups' files through fn, each at most once per `ttl` [ns] (0:
+ * every call), as GRP_RANK_CGROUP under generation `gen`. A parent cgroup that only holds
+ * other cgroups (a systemd slice with IOWeight=, a v2 parent's io.weight) never has a caller
+ * classified into it, so without this it would keep the default weight. fn runs without the
+ * registry lock. Groups not registered yet are skipped (grp_resolve creates them). Cannot
+ * fail: a group whose weight fn cannot read keeps the weight it has. Thread-safe.
+ */
+void grp_refresh_parents(struct grp_registry *r, const char *name, grp_weight_fn fn, void *arg,
+			 uint64_t gen, uint64_t now, uint64_t ttl);
+
 /* Ranks of a weight's source for grp_resolve (lower is stronger). */
 #define GRP_RANK_RULE(i) ((uint32_t)(i) + 1u) /* rule i (0-based) of the configuration */
 #define GRP_RANK_CGROUP (UINT32_MAX - 1u)     /* the caller's cgroup weight files */
