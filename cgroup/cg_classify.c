@@ -401,7 +401,8 @@ classify:
 	} else if ((v.weight == CG_WEIGHT_FROM_CGROUP ||
 		    (v.group_is_cgroup && c->weight_from_cgroup)) && f.cg_weight) {
 		out->weight = f.cg_weight;
-		out->weight_src = CG_WSRC_CGROUP;
+		out->weight_src = v.weight == CG_WEIGHT_FROM_CGROUP ? CG_WSRC_RULE_CGROUP
+								    : CG_WSRC_CGROUP;
 	} else {
 		out->weight = SCHED_WEIGHT_DEFAULT;
 		out->weight_src = CG_WSRC_DEFAULT;

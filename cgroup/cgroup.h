@@ -77,7 +77,9 @@ struct cg_config {
 enum cg_weight_src {
 	CG_WSRC_DEFAULT = 0, /* SCHED_WEIGHT_DEFAULT (500): nothing else applied */
 	CG_WSRC_RULE = 1,    /* the matching rule's weight */
-	CG_WSRC_CGROUP = 2,  /* the caller's cgroup weight files */
+	CG_WSRC_CGROUP = 2,  /* the caller's cgroup weight files (weight_from_cgroup) */
+	CG_WSRC_RULE_CGROUP = 3, /* the same files, because the matching rule says
+				    weight = "cgroup" */
 };
 
 /* cg_result.flags */

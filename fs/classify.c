@@ -259,20 +259,29 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	pthread_rwlock_unlock(&c->lock);
 	if (r < 0)
 		return false;
-	rank = res.weight_src == CG_WSRC_RULE	  ? GRP_RANK_RULE(res.rule)
-	       : res.weight_src == CG_WSRC_CGROUP ? GRP_RANK_CGROUP
-						  : GRP_RANK_DEFAULT;
+	/* a rule's weight, or the files a rule asked for, rank as that rule (groups.h) */
+	if (res.weight_src == CG_WSRC_RULE || res.weight_src == CG_WSRC_RULE_CGROUP)
+		rank = GRP_RANK_RULE(res.rule);
+	else if (res.weight_src == CG_WSRC_CGROUP)
+		rank = GRP_RANK_CGROUP;
+	else
+		rank = GRP_RANK_DEFAULT;
 	r = grp_resolve(c->groups, res.group, res.weight, rank, gen, now, &id);
 	if (r < 0)
 		LOG_WARN("group %s: %s; charging the root group", res.group, strerror(-r));
-	if (r == 0 && res.group_is_cgroup && atomic_load(&c->parent_weights)) {
+	if (r == 0 && res.group_is_cgroup) {
+		/* parents read their files when the caller's own were (weight_from_cgroup, or
+		 * its rule asked); else they get the default, which undoes files read under a
+		 * configuration before a reload */
+		bool files = atomic_load(&c->parent_weights) ||
+			     res.weight_src == CG_WSRC_RULE_CGROUP;
 		struct parent_arg pa;
 
 		/* the read lock keeps c->cg (whose mounts parent_weight reads) alive */
 		pthread_rwlock_rdlock(&c->lock);
 		pa = (struct parent_arg){ c->cg, (enum cg_hier)res.hier };
-		grp_refresh_parents(c->groups, res.group, parent_weight, &pa, gen, now,
-				    atomic_load(&c->parent_ttl));
+		grp_refresh_parents(c->groups, res.group, files ? parent_weight : NULL, &pa, gen,
+				    now, atomic_load(&c->parent_ttl));
 		pthread_rwlock_unlock(&c->lock);
 	}
 	grp_note_pid(c->groups, id, res.tgid, now);

@@ -126,6 +126,9 @@ static int add_entry(struct grp_registry *r, const char *name, uint32_t id, uint
 		r->nr_by_id = n;
 	}
 	e = &r->entries[r->nr];
+	/* compact() leaves copies of moved entries past the end: nothing of one may survive
+	 * (a copied wgen/wrank would make a new group refuse weights as the old one's) */
+	memset(e, 0, sizeof(*e));
 	e->name = strdup(name);
 	if (!e->name)
 		return -ENOMEM;
@@ -133,12 +136,8 @@ static int add_entry(struct grp_registry *r, const char *name, uint32_t id, uint
 	e->id = id;
 	e->parent = parent;
 	e->weight = weight;
-	e->pinned = false;
-	e->dead = false;
-	e->children = 0;
-	e->refs = 0;
+	e->wrank = GRP_RANK_DEFAULT;
 	e->last_used = now;
-	memset(e->procs, 0, sizeof(e->procs));
 	if (parent != id && parent < r->nr_by_id && r->by_id[parent] >= 0)
 		r->entries[r->by_id[parent]].children++;
 	r->by_id[id] = (int32_t)r->nr;
@@ -347,6 +346,8 @@ static void apply_weight(struct grp_registry *r, struct grp_entry *g, uint32_t w
 	 * after a reload it does */
 	bool keep = g->wgen == gen && rank > g->wrank;
 
+	if (gen < g->wgen)
+		return; /* classified under the configuration before the one that set it */
 	if (keep && rank < GRP_RANK_CGROUP && weight != g->weight && g->wconflict != gen &&
 	    !g->pinned) {
 		g->wconflict = gen;
@@ -433,7 +434,9 @@ void grp_refresh_parents(struct grp_registry *r, const char *name, grp_weight_fn
 		*p = '/';
 		if (e < 0 || r->entries[e].pinned)
 			continue;
-		if (r->entries[e].pw_read != 0 && now - r->entries[e].pw_read < ttl)
+		/* (a caller whose `now` predates the last read counts it as fresh) */
+		if (r->entries[e].pw_read != 0 &&
+		    (int64_t)(now - r->entries[e].pw_read) < (int64_t)ttl)
 			continue;
 		r->entries[e].pw_read = now ? now : 1;
 		due[nr_due++] = (size_t)(p - path);
@@ -445,14 +448,18 @@ void grp_refresh_parents(struct grp_registry *r, const char *name, grp_weight_fn
 		uint32_t w;
 		int32_t e;
 
+		uint32_t rank = GRP_RANK_CGROUP;
+
 		path[due[i]] = '\0';
-		if (fn(arg, path, &w) == 0 && w >= SCHED_WEIGHT_MIN && w <= SCHED_WEIGHT_MAX) {
-			pthread_mutex_lock(&r->lock);
-			e = find(r, path, cg_name_hash(path));
-			if (e >= 0)
-				apply_weight(r, &r->entries[e], w, GRP_RANK_CGROUP, gen);
-			pthread_mutex_unlock(&r->lock);
+		if (!fn || fn(arg, path, &w) != 0 || w < SCHED_WEIGHT_MIN || w > SCHED_WEIGHT_MAX) {
+			w = SCHED_WEIGHT_DEFAULT;
+			rank = GRP_RANK_DEFAULT;
 		}
+		pthread_mutex_lock(&r->lock);
+		e = find(r, path, cg_name_hash(path));
+		if (e >= 0)
+			apply_weight(r, &r->entries[e], w, rank, gen);
+		pthread_mutex_unlock(&r->lock);
 		path[due[i]] = '/';
 	}
 }

@@ -55,9 +55,11 @@ typedef int (*grp_weight_fn)(void *arg, const char *path, uint32_t *weight);
  * not the root) from their cgroups' files through fn, each at most once per `ttl` [ns] (0:
  * every call), as GRP_RANK_CGROUP under generation `gen`. A parent cgroup that only holds
  * other cgroups (a systemd slice with IOWeight=, a v2 parent's io.weight) never has a caller
- * classified into it, so without this it would keep the default weight. fn runs without the
- * registry lock. Groups not registered yet are skipped (grp_resolve creates them). Cannot
- * fail: a group whose weight fn cannot read keeps the weight it has. Thread-safe.
+ * classified into it, so without this it would keep the default weight. Where fn finds no
+ * weight, or fn is NULL (the configuration reads no cgroup files), the parent gets the
+ * default as GRP_RANK_DEFAULT (so that a reload that turns the files off puts it back). fn
+ * runs without the registry lock. Groups not registered yet are skipped (grp_resolve creates
+ * them). Cannot fail. Thread-safe.
  */
 void grp_refresh_parents(struct grp_registry *r, const char *name, grp_weight_fn fn, void *arg,
 			 uint64_t gen, uint64_t now, uint64_t ttl);

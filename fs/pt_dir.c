@@ -10,11 +10,14 @@
  * handle's ctl_cookie) stands for "SOURCE's stream from its beginning". It must be a position
  * seekdir() can go back to, so non-negative (lseek refuses negative directory offsets), and
  * one SOURCE's stream does not use. No value is promised unused, so PT_CTL_COOKIE is one that
- * the usual layouts never or almost never hand out: small indexes (tmpfs, btrfs, xfs), 31- or
- * 63-bit name hashes (ext4, whose end-of-directory mark is INT64_MAX; one name in 2^63 might
- * land on it). Should SOURCE's stream hand it out all the same, the handle switches to
- * PT_CTL_COOKIE_SPARE, which no stream can use (negative): listings stay right, only a
- * seekdir() to exactly the position after the control entry then fails.
+ * the usual layouts do not hand out: small indexes (tmpfs, btrfs, xfs), 31- or 63-bit name
+ * hashes (ext4, whose end-of-directory mark is INT64_MAX and whose hashes avoid it). One
+ * SOURCE does: the root of another cfqfs mount, which lists its own control entry there.
+ * When SOURCE's stream hands the value out, the handle switches to PT_CTL_COOKIE_SPARE, which
+ * no stream can use (negative), from the moment it reads that entry: a listing read straight
+ * through stays right; but a telldir() taken after the control entry before the switch then
+ * resumes after SOURCE's entry (skipping what lies between), and one after it cannot be
+ * sought (lseek refuses negative directory offsets).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -560,8 +560,10 @@ static bool deadlock(struct pt_locks *tab, const struct lock_waiter *w)
  * conflicts)? Records it if so. A deadlock can form after w began to wait: when the lock w
  * waits for goes and one of a process that waits for w's owner is in the way instead. The
  * kernel finds that when the woken waiter tries again; so does the waiter thread, with this.
- * (Identical shared locks of two owners look the same from here, so a change of holder
- * between them goes unseen.) Called with tab->lock held.
+ * (A lock passing to another owner with the same range and type looks the same from here:
+ * the pid is -1 for every OFD lock. So a change of holder between them goes unseen, and a
+ * deadlock formed that way waits until a signal. Telling them apart would need holder()'s
+ * fdinfo reads on every pass of the waiter thread.) Called with tab->lock held.
  */
 static bool blocker_changed(struct lock_waiter *w)
 {

@@ -308,7 +308,7 @@ Test(cg_classify_fake, rules_override_weight_group_and_class)
 	cr_assert_eq(r.rule, 3, "/hot is not a prefix of /hotter");
 	cr_assert_str_eq(r.group, "containers");
 	cr_assert_eq(r.weight, 300, "weight = from cgroup, even though the group was renamed");
-	cr_assert_eq(r.weight_src, CG_WSRC_CGROUP);
+	cr_assert_eq(r.weight_src, CG_WSRC_RULE_CGROUP);
 	cg_classifier_destroy(c);
 }
 
@@ -338,7 +338,7 @@ Test(cg_classify_fake, a_rule_asking_for_the_cgroup_weight_gets_it_without_weigh
 	cr_assert_eq(r.rule, 0);
 	cr_assert_str_eq(r.group, "db");
 	cr_assert_eq(r.weight, 300, "the rule asks for the cgroup's weight, got %u", r.weight);
-	cr_assert_eq(r.weight_src, CG_WSRC_CGROUP);
+	cr_assert_eq(r.weight_src, CG_WSRC_RULE_CGROUP);
 
 	/* no rule: the cgroup is the group, but its files are not read for the weight */
 	put_task(5000, 0, "psql", hybrid_docker);

@@ -165,3 +165,39 @@ Test(groups, of_two_sources_the_stronger_holds_until_a_reload)
 	resolve("g", 260, GRP_RANK_CGROUP, 2, 70 * MS);
 	cr_assert_eq(weight_of("g"), 260, "the same source with a new value did not apply");
 }
+
+/* A group made where compaction left a copy of an expired group's entry starts afresh: it
+ * took over the old group's weight source and refused the weights of later rules. */
+Test(groups, a_new_group_inherits_nothing_from_an_expired_one)
+{
+	grp_set_expiry(reg, 100 * MS);
+	resolve("a", 500, GRP_RANK_DEFAULT, 1, 10 * MS);
+	resolve("b", 800, GRP_RANK_RULE(0), 1, 100 * MS);
+	cr_assert_eq(grp_expire(reg, 150 * MS), 1, "a should have expired");
+	resolve("c", 500, GRP_RANK_DEFAULT, 1, 160 * MS);
+	resolve("c", 900, GRP_RANK_RULE(3), 1, 170 * MS);
+	cr_assert_eq(weight_of("c"), 900, "the new group kept the expired one's rule rank");
+}
+
+Test(groups, a_reload_that_stops_reading_files_puts_parents_back_to_the_default)
+{
+	struct files f = { { "/p" }, { 200 }, { 0 } };
+
+	resolve("/p/c", 500, GRP_RANK_DEFAULT, 1, 10 * MS);
+	grp_refresh_parents(reg, "/p/c", files_weight, &f, 1, 10 * MS, 0);
+	cr_assert_eq(weight_of("/p"), 200);
+	/* same configuration, no files (fn NULL): the default does not undo the file */
+	grp_refresh_parents(reg, "/p/c", NULL, NULL, 1, 20 * MS, 0);
+	cr_assert_eq(weight_of("/p"), 200);
+	/* after a reload to weight_from_cgroup = false */
+	grp_refresh_parents(reg, "/p/c", NULL, NULL, 2, 30 * MS, 0);
+	cr_assert_eq(weight_of("/p"), SCHED_WEIGHT_DEFAULT, "the old file's weight stayed");
+}
+
+Test(groups, a_classification_under_an_older_configuration_changes_nothing)
+{
+	resolve("g", 300, GRP_RANK_CGROUP, 2, 10 * MS);
+	/* a caller classified before the reload, resolved after it */
+	resolve("g", 700, GRP_RANK_RULE(0), 1, 20 * MS);
+	cr_assert_eq(weight_of("g"), 300, "a stale rule weight replaced the current one");
+}
