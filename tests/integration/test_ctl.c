@@ -1529,6 +1529,43 @@ static int read_as(const char *path, const char *comm)
 }
 
 /*
+ * Mounts m (direct_io) with configuration `conf` over a SOURCE holding one 4 KiB file "f";
+ * sets data to the file's path in the mount and weight to the uid:0 group's weight file.
+ */
+static void mount_uid_groups(struct mnt *m, const char *conf, char *data, char *weight)
+{
+	static const char *const args[] = { "-o", "direct_io", "-c", NULL, NULL };
+	static char conf_path[PATH_MAX];
+	const char *argv[sizeof(args) / sizeof(args[0])];
+	char page[4096] = { 0 };
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(m), 0);
+	snprintf(conf_path, sizeof(conf_path), "%s", base_path(m, "w.conf"));
+	cr_assert_eq(mnt_put(conf_path, conf, strlen(conf), 0644), 0);
+	cr_assert_eq(mnt_put(src_path(m, "f"), page, sizeof(page), 0644), 0);
+	memcpy(argv, args, sizeof(args));
+	argv[3] = conf_path;
+	cr_assert_eq(mnt_start(m, argv), 0, "mount with %s failed", conf_path);
+	snprintf(data, PATH_MAX, "%s", mnt_path(m, "f"));
+	snprintf(weight, PATH_MAX, "%s", mnt_path(m, ".cfqfs/groups/uid:0/weight"));
+}
+
+/* Reads data once as a process named `comm`, then returns the weight file's number. */
+static int weight_after_read_as(const char *data, const char *comm, const char *weight)
+{
+	char *w;
+	int v;
+
+	cr_assert_eq(read_as(data, comm), 0, "read as %s", comm);
+	w = slurp(weight);
+	v = atoi(w);
+	free(w);
+	return v;
+}
+
+/*
  * Two rules send callers to one group (group_by uid), one with a weight and one without (it
  * only sets a class). The group keeps the rule's weight when a caller of the other rule does
  * I/O: it swung to the default 500 and back with whichever process was classified last.
@@ -1536,38 +1573,21 @@ static int read_as(const char *path, const char *comm)
 Test(ctl_name, a_rule_weight_is_not_undone_by_a_caller_without_one)
 {
 	static struct mnt m2;
-	static const char *const args[] = { "-o", "direct_io", "-c", NULL, NULL };
 	static const char conf[] = "group_by = \"uid\";\n"
 				   "rules = (\n"
 				   "\t{ comm = \"cfqfs-nowt\"; class = \"be\"; level = 0; },\n"
 				   "\t{ uid = 0; weight = 1000; }\n"
 				   ");\n";
-	static char conf_path[PATH_MAX], data[PATH_MAX], weight[PATH_MAX];
-	const char *argv[sizeof(args) / sizeof(args[0])];
-	char page[4096] = { 0 }, *w;
+	static char data[PATH_MAX], weight[PATH_MAX];
+	int w;
 
-	if (!mnt_fuse_available())
-		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
-	cr_assert_eq(mnt_prepare(&m2), 0);
-	snprintf(conf_path, sizeof(conf_path), "%s", base_path(&m2, "w.conf"));
-	cr_assert_eq(mnt_put(conf_path, conf, sizeof(conf) - 1, 0644), 0);
-	cr_assert_eq(mnt_put(src_path(&m2, "f"), page, sizeof(page), 0644), 0);
-	memcpy(argv, args, sizeof(args));
-	argv[3] = conf_path;
-	cr_assert_eq(mnt_start(&m2, argv), 0, "mount with %s failed", conf_path);
-	snprintf(data, sizeof(data), "%s", mnt_path(&m2, "f"));
-	snprintf(weight, sizeof(weight), "%s", mnt_path(&m2, ".cfqfs/groups/uid:0/weight"));
+	mount_uid_groups(&m2, conf, data, weight);
 	for (int round = 0; round < 2; round++) {
-		cr_assert_eq(read_as(data, "cfqfs-wt"), 0, "read as the weighted rule's caller");
-		w = slurp(weight);
-		cr_assert_eq(atoi(w), 1000, "round %d, after the weighted rule's caller: %s", round,
-			     w);
-		free(w);
-		cr_assert_eq(read_as(data, "cfqfs-nowt"), 0, "read as the other rule's caller");
-		w = slurp(weight);
-		cr_assert_eq(atoi(w), 1000, "round %d, after a caller of the rule without a weight: "
-			     "%s", round, w);
-		free(w);
+		w = weight_after_read_as(data, "cfqfs-wt", weight);
+		cr_assert_eq(w, 1000, "round %d, after the weighted rule's caller: %d", round, w);
+		w = weight_after_read_as(data, "cfqfs-nowt", weight);
+		cr_assert_eq(w, 1000, "round %d, after a caller of the rule without a weight: %d",
+			     round, w);
 	}
 	mnt_cr_finish(&m2);
 }
@@ -1579,41 +1599,23 @@ Test(ctl_name, a_rule_weight_is_not_undone_by_a_caller_without_one)
 Test(ctl_name, of_two_rule_weights_for_one_group_the_earlier_rule_wins)
 {
 	static struct mnt m2;
-	static const char *const args[] = { "-o", "direct_io", "-c", NULL, NULL };
 	static const char conf[] = "group_by = \"uid\";\n"
 				   "rules = (\n"
 				   "\t{ comm = \"cfqfs-w100\"; weight = 100; },\n"
 				   "\t{ uid = 0; weight = 900; }\n"
 				   ");\n";
-	static char conf_path[PATH_MAX], data[PATH_MAX], weight[PATH_MAX];
-	const char *argv[sizeof(args) / sizeof(args[0])];
-	char page[4096] = { 0 }, *w;
+	static char data[PATH_MAX], weight[PATH_MAX];
+	int w;
 
-	if (!mnt_fuse_available())
-		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
-	cr_assert_eq(mnt_prepare(&m2), 0);
-	snprintf(conf_path, sizeof(conf_path), "%s", base_path(&m2, "w.conf"));
-	cr_assert_eq(mnt_put(conf_path, conf, sizeof(conf) - 1, 0644), 0);
-	cr_assert_eq(mnt_put(src_path(&m2, "f"), page, sizeof(page), 0644), 0);
-	memcpy(argv, args, sizeof(args));
-	argv[3] = conf_path;
-	cr_assert_eq(mnt_start(&m2, argv), 0, "mount with %s failed", conf_path);
-	snprintf(data, sizeof(data), "%s", mnt_path(&m2, "f"));
-	snprintf(weight, sizeof(weight), "%s", mnt_path(&m2, ".cfqfs/groups/uid:0/weight"));
+	mount_uid_groups(&m2, conf, data, weight);
 	/* the later rule's caller alone: its weight */
-	cr_assert_eq(read_as(data, "cfqfs-w900"), 0, "read as the second rule's caller");
-	w = slurp(weight);
-	cr_assert_eq(atoi(w), 900, "after the second rule's caller only: %s", w);
-	free(w);
+	w = weight_after_read_as(data, "cfqfs-w900", weight);
+	cr_assert_eq(w, 900, "after the second rule's caller only: %d", w);
 	for (int round = 0; round < 2; round++) {
-		cr_assert_eq(read_as(data, "cfqfs-w100"), 0, "read as the first rule's caller");
-		w = slurp(weight);
-		cr_assert_eq(atoi(w), 100, "round %d, after the first rule's caller: %s", round, w);
-		free(w);
-		cr_assert_eq(read_as(data, "cfqfs-w900"), 0, "read as the second rule's caller");
-		w = slurp(weight);
-		cr_assert_eq(atoi(w), 100, "round %d, after the second rule's caller: %s", round, w);
-		free(w);
+		w = weight_after_read_as(data, "cfqfs-w100", weight);
+		cr_assert_eq(w, 100, "round %d, after the first rule's caller: %d", round, w);
+		w = weight_after_read_as(data, "cfqfs-w900", weight);
+		cr_assert_eq(w, 100, "round %d, after the second rule's caller: %d", round, w);
 	}
 	mnt_cr_finish(&m2);
 }
