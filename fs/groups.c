@@ -445,10 +445,8 @@ void grp_refresh_parents(struct grp_registry *r, const char *name, grp_weight_fn
 	/* 2. the files, without the lock; 3. each weight found, under it again (the group may
 	 * have gone meanwhile: then it is skipped) */
 	for (size_t i = 0; i < nr_due; i++) {
-		uint32_t w;
+		uint32_t w, rank = GRP_RANK_CGROUP;
 		int32_t e;
-
-		uint32_t rank = GRP_RANK_CGROUP;
 
 		path[due[i]] = '\0';
 		if (!fn || fn(arg, path, &w) != 0 || w < SCHED_WEIGHT_MIN || w > SCHED_WEIGHT_MAX) {
