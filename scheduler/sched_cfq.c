@@ -715,8 +715,8 @@ static void del_timer(struct sched *sd, sched_ns now)
  * the other groups' turns: prefetching the successor at activation hides those misses. Its
  * requests are found through its own lines, so they are prefetched at expiry, when those
  * lines have arrived; nothing here loads a line that may still be on its way (chasing the
- * tree further ahead that way measured slower than not warming at all). Writes follow, hence
- * rw = 1. bench/RESULTS.md has the figures.
+ * tree further ahead that way measured slower). Writes follow, hence rw = 1.
+ * bench/RESULTS.md has the figures.
  */
 static void prefetch_lines(const void *p, size_t len)
 {
