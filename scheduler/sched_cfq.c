@@ -534,7 +534,7 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, sched_ns f
 	sched_ns key;
 
 	if (cls == WL_IDLE) {
-		n = sched_tree_last(&st->tree);
+		n = sched_seq_last(&st->seq);
 		if (n && n != &cq->st_node)
 			key = q_of_st(n)->cfq.rb_key + CFQ_IDLE_DELAY;
 		else
@@ -543,13 +543,13 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, sched_ns f
 		key = now + slice_offset(sd, q) - (sched_ns)cq->slice_resid;
 		cq->slice_resid = 0;
 	} else {
-		n = sched_tree_first(&st->tree);
+		n = sched_seq_first(&st->seq);
 		key = (n ? q_of_st(n)->cfq.rb_key : now) - front;
 	}
 	if (!is_new) {
 		if (key == cq->rb_key && cq->st == st)
 			return;
-		sched_tree_erase(&cq->st->tree, &cq->st_node);
+		sched_seq_erase(&cq->st->seq, &cq->st_node);
 		grp_busy_count(q->g, cq->st_class, cq->st_type, -1);
 		sd->cfq.busy_idle_queues -= cq->st_class == WL_IDLE;
 	}
@@ -559,7 +559,7 @@ static void service_tree_add(struct sched *sd, struct sched_queue *q, sched_ns f
 	cq->st = st;
 	cq->st_class = (uint8_t)cls;
 	cq->st_type = (uint8_t)(cls == WL_IDLE ? 0 : type);
-	sched_tree_insert(&st->tree, &cq->st_node, st_cmp);
+	sched_seq_insert(&st->seq, &cq->st_node, st_cmp);
 	grp_busy_count(q->g, cls, cq->st_type, 1);
 	if (front || !is_new)
 		return;
@@ -580,7 +580,7 @@ static void del_rr(struct sched *sd, struct sched_queue *q)
 	sd->cfq.busy_queues--;
 	if (q->sync)
 		sd->cfq.busy_sync_queues--;
-	sched_tree_erase(&q->cfq.st->tree, &q->cfq.st_node);
+	sched_seq_erase(&q->cfq.st->seq, &q->cfq.st_node);
 	grp_busy_count(q->g, q->cfq.st_class, q->cfq.st_type, -1);
 	q->cfq.st = NULL;
 	coop_update(sd, q);
@@ -722,6 +722,10 @@ static void prefetch_lines(const void *p, size_t len)
 {
 	const char *c = p;
 
+	/* An empty asm taking the address is a side effect the compiler must keep: otherwise
+	 * GCC 12's mod/ref analysis finds that the warming functions store nothing and deletes
+	 * their calls, prefetches and all (it did, silently, once the service trees changed). */
+	__asm__ volatile("" : : "r"(c));
 	for (size_t i = 0; i < len; i += 64)
 		__builtin_prefetch(c + i, 1, 3);
 	__builtin_prefetch(c + len - 1, 1, 3);
@@ -731,8 +735,11 @@ static void prefetch_lines(const void *p, size_t len)
  * completion writes). */
 static void warm_next_queue(const struct sched_queue *q)
 {
-	const struct sched_rb_node *n = sched_tree_next(&q->cfq.st_node);
+	const struct sched_rb_node *n;
 
+	if (!q->cfq.st)
+		return;
+	n = sched_seq_next(&q->cfq.st->seq, &q->cfq.st_node);
 	if (n)
 		prefetch_lines(q_of_st(n), sizeof(struct sched_queue));
 }
@@ -741,10 +748,13 @@ static void warm_next_queue(const struct sched_queue *q)
  * oldest, checked for expiry; the newest). */
 static void warm_next_requests(const struct sched_queue *q)
 {
-	const struct sched_rb_node *n = sched_tree_next(&q->cfq.st_node);
+	const struct sched_rb_node *n;
 	const struct sched_queue *s;
 	const struct sched_rq *rq;
 
+	if (!q->cfq.st)
+		return;
+	n = sched_seq_next(&q->cfq.st->seq, &q->cfq.st_node);
 	if (!n)
 		return;
 	s = q_of_st(n);
@@ -799,7 +809,7 @@ static int choose_wl_type(struct sched_group *g, int cls)
 	sched_ns lowest = 0;
 
 	for (int t = 0; t < WL_TYPES; t++) {
-		struct sched_rb_node *n = sched_tree_first(&st_for(g, cls, t)->tree);
+		struct sched_rb_node *n = sched_seq_first(&st_for(g, cls, t)->seq);
 
 		if (n && (!valid || sched_time_before(q_of_st(n)->cfq.rb_key, lowest))) {
 			lowest = q_of_st(n)->cfq.rb_key;
@@ -828,12 +838,12 @@ static void choose_wl_class_and_type(struct sched *sd, struct sched_group *g, sc
 		return;
 	}
 	if (original == cd->wl_class) {
-		count = (uint32_t)st_for(g, cd->wl_class, cd->wl_type)->tree.count;
+		count = (uint32_t)sched_seq_count(&st_for(g, cd->wl_class, cd->wl_type)->seq);
 		if (count && !sched_time_after(now, cd->workload_expires))
 			return;
 	}
 	cd->wl_type = (uint8_t)choose_wl_type(g, cd->wl_class);
-	count = (uint32_t)st_for(g, cd->wl_class, cd->wl_type)->tree.count;
+	count = (uint32_t)sched_seq_count(&st_for(g, cd->wl_class, cd->wl_type)->seq);
 	group_slice = sched__fq_group_slice(sd, g);
 	busy = grp_busy_wl(g, cd->wl_class);
 	if (g->cfq.busy_queues_avg[cd->wl_class] > busy)
@@ -908,7 +918,7 @@ static bool should_idle(const struct sched *sd, const struct sched_queue *q)
 	if (cfqq_idle_window(q) && !(!sd->rotational && sd->cfq.hw_tag))
 		return true;
 	/* service-tree idling: the last queue of its tree */
-	return st->tree.count == 1 && q->sync && !thinktime_big(sd, &st->ttime, false);
+	return sched_seq_count(&st->seq) == 1 && q->sync && !thinktime_big(sd, &st->ttime, false);
 }
 
 /*
@@ -1020,7 +1030,7 @@ new_queue:
 		cd->idle_class_wait = cd->nonidle_last + CFQ_IDLE_GRACE;
 		return NULL;
 	}
-	n = sched_tree_first(&st_for(cd->serving_group, cd->wl_class, cd->wl_type)->tree);
+	n = sched_seq_first(&st_for(cd->serving_group, cd->wl_class, cd->wl_type)->seq);
 	if (!n)
 		return NULL;
 	nq = q_of_st(n);
@@ -1324,7 +1334,7 @@ static bool should_preempt(const struct sched *sd, const struct sched_queue *nq,
 		return true;
 	/* idling on the SYNC_NOIDLE tree: the active queue is its last, nq is the second */
 	if (cd->wl_type == WL_SYNC_NOIDLE && q_type(nq) == WL_SYNC_NOIDLE && !q->cfq.queued &&
-	    nq->cfq.st->tree.count == 2)
+	    sched_seq_count(&nq->cfq.st->seq) == 2)
 		return true;
 	if ((rq->flags & SCHED_RQ_META) && !q->cfq.meta_pending)
 		return true;
@@ -1835,14 +1845,14 @@ static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
 				struct cfq_st *st = st_for(g, c, t);
 				const struct sched_rb_node *n;
 
-				ret = sched_tree_check(&st->tree, st_cmp, buf, buflen);
+				ret = sched_seq_check(&st->seq, st_cmp, buf, buflen);
 				if (ret)
 					return ret;
-				for (n = sched_tree_first(&st->tree); n; n = sched_tree_next(n))
+				for (n = sched_seq_first(&st->seq); n; n = sched_seq_next(&st->seq, n))
 					if (q_of_st(n)->cfq.st != st || q_of_st(n)->g != g)
 						FAIL("group %u: foreign queue on a service tree",
 						     i);
-				nq += st->tree.count;
+				nq += sched_seq_count(&st->seq);
 			}
 		}
 		if (nq != g->cfq.nr_cfqq)
@@ -1851,13 +1861,13 @@ static int cfq_check(const struct sched *sd, char *buf, size_t buflen)
 			size_t nc = 0;
 
 			for (int t = 0; t < (c == WL_IDLE ? 1 : WL_TYPES); t++)
-				nc += st_for(g, c, t)->tree.count;
+				nc += sched_seq_count(&st_for(g, c, t)->seq);
 			if (nc != g->cfq.nr_busy[c])
 				FAIL("group %u: nr_busy[%d] %u, trees hold %zu", i, c,
 				     g->cfq.nr_busy[c], nc);
 		}
-		if (g->cfq.nr_busy_async != g->cfq.st[WL_RT][WL_ASYNC].tree.count +
-						   g->cfq.st[WL_BE][WL_ASYNC].tree.count)
+		if (g->cfq.nr_busy_async != sched_seq_count(&g->cfq.st[WL_RT][WL_ASYNC].seq) +
+						   sched_seq_count(&g->cfq.st[WL_BE][WL_ASYNC].seq))
 			FAIL("group %u: nr_busy_async %u", i, g->cfq.nr_busy_async);
 		if ((g->cfq.nr_cfqq > 0) != sched_tree_node_linked(&g->cfq.node))
 			FAIL("group %u: %u busy queues but on tree = %d", i, g->cfq.nr_cfqq,

@@ -53,11 +53,11 @@ void sched__fq_group_init(struct sched_group *g)
 
 	for (int cls = 0; cls < 2; cls++) {
 		for (int t = 0; t < WL_TYPES; t++) {
-			sched_tree_init(&c->st[cls][t].tree);
+			sched_seq_init(&c->st[cls][t].seq);
 			c->st[cls][t].ttime = (struct cfq_ttime){ 0 };
 		}
 	}
-	sched_tree_init(&c->st_idle.tree);
+	sched_seq_init(&c->st_idle.seq);
 	c->st_idle.ttime = (struct cfq_ttime){ 0 };
 	sched_tree_node_clear(&c->node);
 	c->seq = 0;

@@ -211,10 +211,15 @@ struct cfq_ttime {
 	sched_ns mean;		/* [ns] */
 };
 
-/* One of a group's 7 service trees: busy queues ordered by (rb_key, rb_seq). */
+/*
+ * One of a group's 7 service trees: busy queues ordered by (rb_key, rb_seq), a sched_seq
+ * because keys are mostly now + a fixed offset (filing is appending, serving takes the
+ * first). Two lines: the order, which choosing a queue reads, then the think time, which
+ * a completion writes.
+ */
 struct cfq_st {
-	struct sched_tree tree; /* struct cfq_queue.st_node */
-	struct cfq_ttime ttime; /* tree think time, for service-tree idling */
+	struct sched_seq seq;			 /* struct cfq_queue.st_node */
+	_Alignas(64) struct cfq_ttime ttime; /* tree think time, for service-tree idling */
 };
 
 /* struct cfq_queue.flags (CFQ's cfqq flags; helpers generated in sched_cfq.c) */
@@ -276,8 +281,8 @@ struct cfq_queue {
  * Cache lines (struct sched_group aligns it): line 0 is what the group tree's walks and picks
  * read (node, seq, vdisktime) with vfraction and nr_cfqq; line 1 the rest of the per-switch
  * state, with per-class busy counts so that choosing a class reads no service tree; line 2
- * the think time and the rarely set pending weights; then one line per service tree (tree +
- * think time, 64 bytes each).
+ * the think time and the rarely set pending weights; then two lines per service tree (its
+ * order, its think time).
  * Invariant: nr_busy[c] == sum of the queue counts of class c's trees; nr_busy_async == the
  * counts of the RT and BE ASYNC trees.
  */
@@ -403,7 +408,8 @@ struct sched_group {
 	_Alignas(64) struct sched_stats stats;
 };
 
-_Static_assert(sizeof(struct cfq_st) == 64, "one service tree per cache line");
+_Static_assert(sizeof(struct cfq_st) == 128 && offsetof(struct cfq_st, ttime) == 64,
+	       "a service tree's order in one cache line, its think time in the next");
 _Static_assert(offsetof(struct cfq_queue, rb_seq) + 8 <= 64, "tree walk reads line 0 only");
 _Static_assert(offsetof(struct cfq_group, nr_cfqq) + 4 <= 64 &&
 		       offsetof(struct cfq_group, saved_wl_class) < 128 &&

@@ -5,6 +5,8 @@
  * (a service-tree key of now + offset, a request at a growing offset) needs no search; and
  * in-order next/prev links, kept by insert and erase at the cost of the neighbours' lines,
  * which the search path (insert) or the erase itself has read already in the common cases.
+ * Then sched_seq: such a tree followed by a sorted run, for sets filled at the back and
+ * emptied from the front (sched_tree.h says why).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -407,6 +409,118 @@ int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *bu
 	}
 	if (prev && prev->next) {
 		snprintf(buf, buflen, "tree: last node %p has a next link", (const void *)prev);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* sched_seq */
+
+static bool in_run(const struct sched_seq *s, const struct sched_rb_node *n)
+{
+	return n->parent_red == (uintptr_t)s;
+}
+
+/* Unlinks the run's first node and files it at the tree's end (it sorts after every tree
+ * node, so sched_tree_insert() takes its O(1) append path). */
+static void run_head_to_tree(struct sched_seq *s, sched_tree_cmp_fn cmp)
+{
+	struct sched_rb_node *h = s->run_head;
+
+	s->run_head = h->next;
+	if (h->next)
+		h->next->prev = NULL;
+	else
+		s->run_tail = NULL;
+	s->run_count--;
+	sched_tree_insert(&s->tree, h, cmp);
+}
+
+void sched_seq_insert(struct sched_seq *s, struct sched_rb_node *n, sched_tree_cmp_fn cmp)
+{
+	const struct sched_rb_node *last = sched_seq_last(s);
+
+	if (last && cmp(n, last) < 0) {
+		while (s->run_head && cmp(n, s->run_head) >= 0)
+			run_head_to_tree(s, cmp);
+		sched_tree_insert(&s->tree, n, cmp);
+		return;
+	}
+	n->parent_red = (uintptr_t)s;
+	n->left = n->right = NULL;
+	n->next = NULL;
+	n->prev = s->run_tail;
+	if (s->run_tail)
+		s->run_tail->next = n;
+	else
+		s->run_head = n;
+	s->run_tail = n;
+	s->run_count++;
+}
+
+void sched_seq_erase(struct sched_seq *s, struct sched_rb_node *n)
+{
+	if (!in_run(s, n)) {
+		sched_tree_erase(&s->tree, n);
+		return;
+	}
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		s->run_head = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		s->run_tail = n->prev;
+	s->run_count--;
+	sched_tree_node_clear(n);
+}
+
+int sched_seq_check(const struct sched_seq *s, sched_tree_cmp_fn cmp, char *buf, size_t buflen)
+{
+	char dummy[8];
+	const struct sched_rb_node *n, *prev = NULL;
+	size_t count = 0;
+	int ret;
+
+	if (!buf) {
+		buf = dummy;
+		buflen = sizeof(dummy);
+	}
+	ret = sched_tree_check(&s->tree, cmp, buf, buflen);
+	if (ret)
+		return ret;
+	if (!s->run_head != !s->run_tail) {
+		snprintf(buf, buflen, "seq: run head %p but tail %p", (const void *)s->run_head,
+			 (const void *)s->run_tail);
+		return -EFAULT;
+	}
+	if (s->run_head && s->tree.rightmost && cmp(s->tree.rightmost, s->run_head) >= 0) {
+		snprintf(buf, buflen, "seq: tree's last %p does not sort before run's first %p",
+			 (const void *)s->tree.rightmost, (const void *)s->run_head);
+		return -EFAULT;
+	}
+	for (n = s->run_head; n; n = n->next) {
+		if (!in_run(s, n) || n->left || n->right) {
+			snprintf(buf, buflen, "seq: run node %p not marked as one", (const void *)n);
+			return -EFAULT;
+		}
+		if (prev && cmp(prev, n) >= 0) {
+			snprintf(buf, buflen, "seq: run order broken at %p", (const void *)n);
+			return -EFAULT;
+		}
+		if (n->prev != prev) {
+			snprintf(buf, buflen, "seq: run links broken at %p", (const void *)n);
+			return -EFAULT;
+		}
+		prev = n;
+		if (++count > s->run_count)
+			break;
+	}
+	if (count != s->run_count || prev != s->run_tail) {
+		snprintf(buf, buflen, "seq: run_count %zu, run of %zu%s", s->run_count, count,
+			 prev != s->run_tail ? " not ending at run_tail" : "");
 		return -EFAULT;
 	}
 	return 0;
