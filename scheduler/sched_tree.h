@@ -116,8 +116,9 @@ int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *bu
  * whose every node sorts after every tree node. A node sorting at or after the last one is
  * appended to the run, and a run node leaves by unlinking, so the common case reads nothing
  * but the node's neighbours. A tree would rebalance there, through nodes that, with
- * thousands of queues, the cache last saw a whole pass over the queues ago (sched_micro:
- * 16384 queues in 10 groups 195 -> 148 ns per request, bench/RESULTS.md). A node that sorts
+ * thousands of queues, the cache last saw a whole pass over the queues ago (sched_micro,
+ * 16384 queues in 10 groups: 223 -> 122 ns per request with this and the cache warming
+ * together, bench/RESULTS.md). A node that sorts
  * inside the run's span first moves the run's nodes before it into the tree (each at the
  * tree's end, O(1) amortised, and at most once per insertion of it), so every operation
  * stays O(log n) amortised.
