@@ -260,19 +260,26 @@ static void erase_fixup(struct sched_tree *t, struct sched_rb_node *x, struct sc
 		set_red(x, false);
 }
 
+/* Takes n out of a doubly linked in-order chain whose ends are *first and *last. */
+static void links_remove(struct sched_rb_node *n, struct sched_rb_node **first,
+			 struct sched_rb_node **last)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		*first = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		*last = n->prev;
+}
+
 void sched_tree_erase(struct sched_tree *t, struct sched_rb_node *z)
 {
 	struct sched_rb_node *y = z, *x, *xp;
 	bool y_red = is_red(y);
 
-	if (z->prev)
-		z->prev->next = z->next;
-	else
-		t->leftmost = z->next;
-	if (z->next)
-		z->next->prev = z->prev;
-	else
-		t->rightmost = z->prev;
+	links_remove(z, &t->leftmost, &t->rightmost);
 	if (!z->left) {
 		x = z->right;
 		xp = parent_of(z);
@@ -428,11 +435,7 @@ static void run_head_to_tree(struct sched_seq *s, sched_tree_cmp_fn cmp)
 {
 	struct sched_rb_node *h = s->run_head;
 
-	s->run_head = h->next;
-	if (h->next)
-		h->next->prev = NULL;
-	else
-		s->run_tail = NULL;
+	links_remove(h, &s->run_head, &s->run_tail);
 	s->run_count--;
 	sched_tree_insert(&s->tree, h, cmp);
 }
@@ -465,14 +468,7 @@ void sched_seq_erase(struct sched_seq *s, struct sched_rb_node *n)
 		sched_tree_erase(&s->tree, n);
 		return;
 	}
-	if (n->prev)
-		n->prev->next = n->next;
-	else
-		s->run_head = n->next;
-	if (n->next)
-		n->next->prev = n->prev;
-	else
-		s->run_tail = n->prev;
+	links_remove(n, &s->run_head, &s->run_tail);
 	s->run_count--;
 	sched_tree_node_clear(n);
 }

@@ -311,8 +311,8 @@ Test(sched_seq, a_node_inside_the_runs_span_moves_the_nodes_before_it_to_the_tre
 	cr_assert_eq(sched_seq_next(&q, &it[3].node), &it[5].node);
 }
 
-/* The order of a sched_tree with the same operations, whatever the mix of in-order and
- * out-of-order keys; first, last, next and count always agree with a sorted array. */
+/* Whatever the mix of in-order and out-of-order keys, first, last, next and count always
+ * agree with a sorted array of the same items. */
 Test(sched_seq, random_operations_keep_the_order_of_a_sorted_array)
 {
 	enum { N = 1500 };
