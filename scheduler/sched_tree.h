@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sched_tree.h - intrusive red-black tree with cached leftmost and rightmost nodes, used by every ordered
- * structure of the scheduler core (request sort trees, CFQ service trees, the group tree).
+ * structure of the scheduler core (request sort trees, the group tree, and inside sched_seq
+ * below, the CFQ service trees).
  *
  * Nodes are struct sched_rb_node (sched.h), embedded in the owner. The order is given by a
  * comparison callback; callers make it total by breaking key ties with a sequence number, so
@@ -118,10 +119,9 @@ int sched_tree_check(const struct sched_tree *t, sched_tree_cmp_fn cmp, char *bu
  * but the node's neighbours. A tree would rebalance there, through nodes that, with
  * thousands of queues, the cache last saw a whole pass over the queues ago (sched_micro,
  * 16384 queues in 10 groups: 223 -> 122 ns per request with this and the cache warming
- * together, bench/RESULTS.md). A node that sorts
- * inside the run's span first moves the run's nodes before it into the tree (each at the
- * tree's end, O(1) amortised, and at most once per insertion of it), so every operation
- * stays O(log n) amortised.
+ * together, bench/RESULTS.md). A node that sorts inside the run's span first moves the run's
+ * nodes before it into the tree (each at the tree's end, O(1) amortised, and at most once
+ * per insertion of it), so every operation stays O(log n) amortised.
  *
  * Invariants (checked by sched_seq_check()): the tree's own; the run strictly increasing
  * under cmp, its next/prev links consistent with NULL at both ends; the tree's last node

@@ -233,7 +233,7 @@ static int item_sort(const void *a, const void *b)
 	return item_cmp(&(*(struct item *const *)a)->node, &(*(struct item *const *)b)->node);
 }
 
-/* Walks q forwards (first/next) and backwards from the last node, against the sorted items. */
+/* Walks q forwards (first/next) against the sorted items in it; checks count and last. */
 static void seq_matches(const struct sched_seq *q, struct item *all, size_t n)
 {
 	static struct item *want[4096];
