@@ -710,14 +710,30 @@ static void del_timer(struct sched *sd, sched_ns now)
  * have left every cache and an activation stalls on miss after miss: without this,
  * bench/sched_micro's 16384 queues in 10 groups cost about 4x its 64 queues, against 1.7x in
  * one group, where queues are served in allocation order and the hardware prefetcher follows.
- * The queue a group serves next is the successor of its active queue on the service tree
- * (the active queue goes back to the far end), and the group's next turn comes only after
- * the other groups' turns: prefetching the successor at activation hides those misses. Its
- * requests are found through its own lines, so they are prefetched at expiry, when those
- * lines have arrived: nothing here loads a line that may still be on its way, which would
- * stall as the access itself would. Writes follow, hence rw = 1. bench/RESULTS.md has the
- * figures.
+ * A "turn" below is one queue's slice, from activation to expiry.
+ *
+ * Which turn to warm depends on the number of busy groups. Each group stays on the group tree
+ * while it is served and is re-keyed at expiry, so the groups take their turns in tree order
+ * (a group re-keyed ahead of others breaks it: a wrong guess costs prefetches, not decisions).
+ * - Few groups: the queue a group serves next is the successor of its active queue on the
+ *   service tree, and that turn comes after one turn of each other group. It is warmed at
+ *   this activation, its requests at this expiry.
+ * - Many groups (more than WARM_FEW_GROUPS): that turn is too far off, the lines would leave
+ *   the cache first. The pipeline follows the group tree instead, with leads short enough to
+ *   keep the lines and long enough to cover a miss: at each activation the group
+ *   WARM_GROUP_AHEAD turns ahead is warmed, and the queue that the group WARM_QUEUE_AHEAD
+ *   turns ahead will serve is found through that group's lines (warmed two turns ago, so the
+ *   reads do not stall) and warmed; at expiry, the requests of the next turn's queue.
+ * Lines are prefetched only through pointers in lines warmed earlier: a read of a line still
+ * on its way would stall as the access itself would. Writes follow, hence rw = 1.
+ * bench/RESULTS.md has the figures, including the crossover that sets WARM_FEW_GROUPS.
  */
+#define WARM_FEW_GROUPS 64
+#define WARM_GROUP_AHEAD 4
+#define WARM_QUEUE_AHEAD 2
+_Static_assert(WARM_GROUP_AHEAD > WARM_QUEUE_AHEAD && WARM_QUEUE_AHEAD > 1,
+	       "each stage reads only lines warmed by an earlier one");
+
 static void prefetch_lines(const void *p, size_t len)
 {
 	const char *c = p;
@@ -731,33 +747,87 @@ static void prefetch_lines(const void *p, size_t len)
 	__builtin_prefetch(c + len - 1, 1, 3);
 }
 
-/* At q's activation: all of its successor (the latency histogram's line too, one the next
- * completion writes). */
-static void warm_next_queue(const struct sched_queue *q)
+/* The group k turns after g's (g's k-th successor on the group tree), or NULL. O(k). */
+static const struct sched_group *group_ahead(const struct sched_group *g, int k)
 {
-	const struct sched_rb_node *n;
+	const struct sched_rb_node *n = &g->cfq.node;
 
-	if (!q->cfq.st)
-		return;
-	n = sched_seq_next(&q->cfq.st->seq, &q->cfq.st_node);
-	if (n)
-		prefetch_lines(q_of_st(n), sizeof(struct sched_queue));
+	for (int i = 0; n && i < k; i++)
+		n = sched_tree_next(n);
+	return n ? sched_container_of(n, struct sched_group, cfq.node) : NULL;
 }
 
-/* At q's expiry: the head its successor will dispatch and the two ends of its FIFO (the
- * oldest, checked for expiry; the newest). */
-static void warm_next_requests(const struct sched_queue *q)
+static bool warm_by_groups(const struct sched *sd, const struct sched_queue *q)
+{
+	return sd->cfq.grp_tree.count > WARM_FEW_GROUPS &&
+	       sched_tree_node_linked(&q->g->cfq.node);
+}
+
+/* Lines a group's turn touches: identity and tree lines, its BE service trees (RT and IDLE
+ * work is rare, and choosing the class would read a line still on its way), its stats.
+ * Reads nothing of g. */
+static void warm_group(const struct sched_group *g)
+{
+	prefetch_lines(g, offsetof(struct sched_group, cfq.st));
+	prefetch_lines(g->cfq.st[WL_BE], sizeof(g->cfq.st[WL_BE]));
+	prefetch_lines(&g->stats, offsetof(struct sched_stats, latency.count));
+}
+
+/* The queue g serves first on its next turn, as far as can be told without choosing its
+ * workload: the first queue of its first busy service tree, by class then type. */
+static const struct sched_queue *first_queue_of(const struct sched_group *g)
+{
+	const struct sched_rb_node *n = NULL;
+	int cls = grp_busy_wl(g, WL_RT) ? WL_RT : grp_busy_wl(g, WL_BE) ? WL_BE : WL_IDLE;
+
+	if (cls == WL_IDLE)
+		n = sched_seq_first(&g->cfq.st_idle.seq);
+	for (int t = WL_TYPES - 1; !n && cls != WL_IDLE && t >= 0; t--)
+		n = sched_seq_first(&g->cfq.st[cls][t].seq);
+	return n ? q_of_st(n) : NULL;
+}
+
+/* The queue of the turn `ahead` turns after q's (see above), or NULL. With few groups, the
+ * one q's group serves next, whatever `ahead`. */
+static const struct sched_queue *next_turn_queue(const struct sched *sd,
+						 const struct sched_queue *q, int ahead)
 {
 	const struct sched_rb_node *n;
-	const struct sched_queue *s;
+	const struct sched_group *g;
+
+	if (warm_by_groups(sd, q))
+		return (g = group_ahead(q->g, ahead)) ? first_queue_of(g) : NULL;
+	if (!q->cfq.st || !(n = sched_seq_next(&q->cfq.st->seq, &q->cfq.st_node)))
+		return NULL;
+	return q_of_st(n);
+}
+
+/* At q's activation (see above). A queue is warmed whole, its histogram's buckets with it:
+ * which one its next completion counts in is not known. */
+static void warm_next_turns(const struct sched *sd, const struct sched_queue *q)
+{
+	const struct sched_queue *s = next_turn_queue(sd, q, WARM_QUEUE_AHEAD);
+	const struct sched_group *g;
+
+	if (s)
+		prefetch_lines(s, sizeof(*s));
+	if (warm_by_groups(sd, q) && (g = group_ahead(q->g, WARM_GROUP_AHEAD)))
+		warm_group(g);
+}
+
+/* At q's expiry, for the queue of the next turn: the head it will dispatch, the two ends of
+ * its FIFO (the oldest, checked for expiry; the newest), and its successor's node, which its
+ * own expiry writes when it leaves the front of its service tree. */
+static void warm_next_requests(const struct sched *sd, const struct sched_queue *q)
+{
+	const struct sched_queue *s = next_turn_queue(sd, q, 1);
+	const struct sched_rb_node *n;
 	const struct sched_rq *rq;
 
-	if (!q->cfq.st)
+	if (!s)
 		return;
-	n = sched_seq_next(&q->cfq.st->seq, &q->cfq.st_node);
-	if (!n)
-		return;
-	s = q_of_st(n);
+	if (s->cfq.st && (n = sched_seq_next(&s->cfq.st->seq, &s->cfq.st_node)))
+		prefetch_lines(n, sizeof(*n));
 	rq = s->cfq.next_rq;
 	if (!rq)
 		return;
@@ -789,7 +859,7 @@ static void slice_expired(struct sched *sd, bool timed_out, sched_ns now)
 	}
 	sched__trace(sd, now, SCHED_TR_EXPIRE, q, cq->slice_dispatch, (int64_t)cq->allocated_slice,
 		     timed_out);
-	warm_next_requests(q);
+	warm_next_requests(sd, q);
 	group_served(sd, q->g, q, now);
 	if (cq->st && cq->queued == 0)
 		del_rr(sd, q);
@@ -905,7 +975,7 @@ static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns n
 	del_timer(sd, now);
 	q->stats.slices++;
 	q->g->stats.slices++;
-	warm_next_queue(q);
+	warm_next_turns(sd, q);
 	sched__trace(sd, now, SCHED_TR_ACTIVATE, q, q_class(q), q_type(q), 0);
 }
 

@@ -626,6 +626,120 @@ Test(sched_core, weights_shape_group_service)
 	sched_destroy(sd);
 }
 
+/*
+ * Hundreds of busy groups: more than the core's "few groups" bound for its cache warming,
+ * which then follows the group tree several turns ahead, through groups' and queues' lines.
+ * A group drains, leaves the tree and comes back, and another is removed, while the rest
+ * run: a stale pointer kept by the warming would be read after free (the ASan stage runs
+ * this suite). Asserted: in IOPS mode weight 200 gets twice weight 100's dispatches, every
+ * group is served, and the removal succeeds once its group has drained.
+ */
+#define MG_GROUPS 300
+#define MG_QUEUES 2 /* per group */
+#define MG_DEPTH 2  /* requests per queue, queued or in flight */
+#define MG_SLOTS (MG_QUEUES * MG_DEPTH)
+
+/* (Re)queues request slot k of group i: its queue's next offset, never contiguous. */
+static void mg_enqueue(struct sched *sd, struct sched_rq *rq, uint32_t gid, int i, int k,
+		       uint64_t *off, sched_ns now)
+{
+	uint64_t key = 1000 + (uint64_t)(i * MG_QUEUES + k / MG_DEPTH);
+
+	mk(rq, key, gid, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, key, *off, 4 * KIB);
+	*off += MIB;
+	cr_assert_eq(sched_enqueue(sd, rq, now), 0);
+}
+
+Test(sched_core, many_groups_share_by_weight_while_groups_come_and_go)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, false);
+	static struct sched_rq r[MG_GROUPS][MG_SLOTS];
+	static bool idle[MG_GROUPS][MG_SLOTS]; /* slot not in the scheduler */
+	static uint64_t off[MG_GROUPS][MG_QUEUES], served[MG_GROUPS];
+	static uint32_t g[MG_GROUPS];
+	uint64_t by_weight[2] = { 0, 0 };
+	bool removed = false;
+	sched_ns now = 0;
+	int step;
+
+	cr_assert_eq(sched_tunable_set(sd, "group_mode", 2), 0); /* IOPS: exact counts */
+	for (int i = 0; i < MG_GROUPS; i++) {
+		uint32_t w = i % 2 ? 200 : 100;
+
+		cr_assert_eq(sched_group_create(sd, 0, w, w, &g[i]), 0);
+		for (int k = 0; k < MG_SLOTS; k++)
+			mg_enqueue(sd, &r[i][k], g[i], i, k, &off[i][k / MG_DEPTH], now);
+	}
+	/* group 7 sits out steps 2000..5999 (it drains and leaves the group tree); shares are
+	 * counted over 6000..95999 with every group busy; group 8 stops at 96000 and is removed
+	 * once drained, while the others go on. sched_check() (O(groups + queues)) runs every
+	 * 64 steps and at each of those events. */
+	for (step = 0; step < 100000; step++) {
+		struct sched_rq *rq = sched_dispatch(sd, now);
+		int i, k;
+		bool paused;
+
+		if (step % 64 == 0 || step == 2000 || step == 6000 || step == 96000)
+			check(sd);
+		if (!rq) {
+			now = sched_next_event(sd);
+			cr_assert_neq(now, SCHED_NS_NEVER, "stall at step %d", step);
+			continue;
+		}
+		i = (int)((rq - &r[0][0]) / MG_SLOTS);
+		k = (int)((rq - &r[0][0]) % MG_SLOTS);
+		cr_assert(i != 8 || !removed);
+		if (step >= 6000 && step < 96000) {
+			served[i]++;
+			by_weight[i % 2]++;
+		}
+		now += 100 * SCHED_NS_PER_US;
+		sched_complete(sd, rq, 0, now);
+		idle[i][k] = true;
+		if (step == 6000)
+			for (int kk = 0; kk < MG_SLOTS; kk++)
+				if (idle[7][kk]) {
+					mg_enqueue(sd, &r[7][kk], g[7], 7, kk, &off[7][kk / MG_DEPTH],
+						   now);
+					idle[7][kk] = false;
+				}
+		paused = (i == 7 && step >= 2000 && step < 6000) || (i == 8 && step >= 96000);
+		if (!paused) {
+			mg_enqueue(sd, rq, g[i], i, k, &off[i][k / MG_DEPTH], now);
+			idle[i][k] = false;
+		} else if (i == 8) {
+			bool drained = true;
+
+			for (int kk = 0; kk < MG_SLOTS; kk++)
+				drained = drained && idle[8][kk];
+			if (drained) {
+				cr_assert_eq(sched_group_remove(sd, g[8]), 0);
+				check(sd);
+				removed = true;
+			}
+		}
+	}
+	cr_assert(removed, "group 8 never drained");
+	for (int i = 0; i < MG_GROUPS; i++)
+		cr_assert_gt(served[i], 0, "group %d never served", i);
+	cr_log_info("weight 100: %llu, weight 200: %llu dispatches",
+		    (unsigned long long)by_weight[0], (unsigned long long)by_weight[1]);
+	cr_assert(by_weight[1] * 100 >= 195 * by_weight[0] &&
+			  by_weight[1] * 100 <= 205 * by_weight[0],
+		  "weights 100:200 gave %llu:%llu", (unsigned long long)by_weight[0],
+		  (unsigned long long)by_weight[1]);
+	while (sched_nr_queued(sd) || sched_nr_in_flight(sd)) {
+		struct sched_rq *rq = disp(sd, now);
+
+		if (!rq) {
+			now = sched_next_event(sd) == SCHED_NS_NEVER ? now + MS : sched_next_event(sd);
+			continue;
+		}
+		done(sd, rq, now);
+	}
+	sched_destroy(sd);
+}
+
 Test(sched_core, deadline_prefers_reads_and_sorts_batches)
 {
 	struct sched *sd = sched_create(SCHED_POLICY_DEADLINE, true);
