@@ -56,6 +56,21 @@ static void done(struct sched *sd, struct sched_rq *rq, sched_ns now)
 	check(sd);
 }
 
+/* Dispatches and completes everything left, then frees sd. */
+static void drain_and_destroy(struct sched *sd, sched_ns now)
+{
+	while (sched_nr_queued(sd) || sched_nr_in_flight(sd)) {
+		struct sched_rq *rq = disp(sd, now);
+
+		if (!rq) {
+			now = sched_next_event(sd) == SCHED_NS_NEVER ? now + MS : sched_next_event(sd);
+			continue;
+		}
+		done(sd, rq, now);
+	}
+	sched_destroy(sd);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 Test(sched_core, tunables_names_units_and_ranges)
@@ -614,16 +629,7 @@ Test(sched_core, weights_shape_group_service)
 	cr_assert(served[1] * 10 > 27 * served[0] && served[1] * 10 < 33 * served[0],
 		  "weights 100:300 gave %llu:%llu", (unsigned long long)served[0],
 		  (unsigned long long)served[1]);
-	while (sched_nr_queued(sd) || sched_nr_in_flight(sd)) {
-		struct sched_rq *rq = disp(sd, now);
-
-		if (!rq) {
-			now = sched_next_event(sd) == SCHED_NS_NEVER ? now + MS : sched_next_event(sd);
-			continue;
-		}
-		done(sd, rq, now);
-	}
-	sched_destroy(sd);
+	drain_and_destroy(sd, now);
 }
 
 /*
@@ -728,16 +734,7 @@ Test(sched_core, many_groups_share_by_weight_while_groups_come_and_go)
 			  by_weight[1] * 100 <= 205 * by_weight[0],
 		  "weights 100:200 gave %llu:%llu", (unsigned long long)by_weight[0],
 		  (unsigned long long)by_weight[1]);
-	while (sched_nr_queued(sd) || sched_nr_in_flight(sd)) {
-		struct sched_rq *rq = disp(sd, now);
-
-		if (!rq) {
-			now = sched_next_event(sd) == SCHED_NS_NEVER ? now + MS : sched_next_event(sd);
-			continue;
-		}
-		done(sd, rq, now);
-	}
-	sched_destroy(sd);
+	drain_and_destroy(sd, now);
 }
 
 Test(sched_core, deadline_prefers_reads_and_sorts_batches)
