@@ -118,6 +118,12 @@ static uint32_t grp_busy_wl(const struct sched_group *g, int cls)
 	return g->cfq.nr_busy[cls];
 }
 
+/* The class g serves first: RT before BE before IDLE (classes are strict priorities). */
+static int busiest_class(const struct sched_group *g)
+{
+	return grp_busy_wl(g, WL_RT) ? WL_RT : grp_busy_wl(g, WL_BE) ? WL_BE : WL_IDLE;
+}
+
 static uint32_t grp_busy_async(const struct sched_group *g)
 {
 	return g->cfq.nr_busy_async;
@@ -778,7 +784,7 @@ static void warm_group(const struct sched_group *g)
 static const struct sched_queue *first_queue_of(const struct sched_group *g)
 {
 	const struct sched_rb_node *n = NULL;
-	int cls = grp_busy_wl(g, WL_RT) ? WL_RT : grp_busy_wl(g, WL_BE) ? WL_BE : WL_IDLE;
+	int cls = busiest_class(g);
 
 	if (cls == WL_IDLE)
 		n = sched_seq_first(&g->cfq.st_idle.seq);
@@ -787,15 +793,15 @@ static const struct sched_queue *first_queue_of(const struct sched_group *g)
 	return n ? q_of_st(n) : NULL;
 }
 
-/* The queue of the turn `ahead` turns after q's (see above), or NULL. With few groups, the
- * one q's group serves next, whatever `ahead`. */
-static const struct sched_queue *next_turn_queue(const struct sched *sd,
-						 const struct sched_queue *q, int ahead)
+/* The queue of the turn `ahead` turns after q's (see above), or NULL. With few groups
+ * (!by_groups), the one q's group serves next, whatever `ahead`. */
+static const struct sched_queue *next_turn_queue(const struct sched_queue *q, bool by_groups,
+						 int ahead)
 {
 	const struct sched_rb_node *n;
 	const struct sched_group *g;
 
-	if (warm_by_groups(sd, q))
+	if (by_groups)
 		return (g = group_ahead(q->g, ahead)) ? first_queue_of(g) : NULL;
 	if (!q->cfq.st || !(n = sched_seq_next(&q->cfq.st->seq, &q->cfq.st_node)))
 		return NULL;
@@ -806,12 +812,13 @@ static const struct sched_queue *next_turn_queue(const struct sched *sd,
  * which one its next completion counts in is not known. */
 static void warm_next_turns(const struct sched *sd, const struct sched_queue *q)
 {
-	const struct sched_queue *s = next_turn_queue(sd, q, WARM_QUEUE_AHEAD);
+	bool by_groups = warm_by_groups(sd, q);
+	const struct sched_queue *s = next_turn_queue(q, by_groups, WARM_QUEUE_AHEAD);
 	const struct sched_group *g;
 
 	if (s)
 		prefetch_lines(s, sizeof(*s));
-	if (warm_by_groups(sd, q) && (g = group_ahead(q->g, WARM_GROUP_AHEAD)))
+	if (by_groups && (g = group_ahead(q->g, WARM_GROUP_AHEAD)))
 		warm_group(g);
 }
 
@@ -820,7 +827,7 @@ static void warm_next_turns(const struct sched *sd, const struct sched_queue *q)
  * own expiry writes when it leaves the front of its service tree. */
 static void warm_next_requests(const struct sched *sd, const struct sched_queue *q)
 {
-	const struct sched_queue *s = next_turn_queue(sd, q, 1);
+	const struct sched_queue *s = next_turn_queue(q, warm_by_groups(sd, q), 1);
 	const struct sched_rb_node *n;
 	const struct sched_rq *rq;
 
@@ -897,12 +904,8 @@ static void choose_wl_class_and_type(struct sched *sd, struct sched_group *g, sc
 	sched_ns slice, group_slice;
 	uint32_t count, busy;
 
-	if (grp_busy_wl(g, WL_RT)) {
-		cd->wl_class = WL_RT;
-	} else if (grp_busy_wl(g, WL_BE)) {
-		cd->wl_class = WL_BE;
-	} else {
-		cd->wl_class = WL_IDLE;
+	cd->wl_class = (uint8_t)busiest_class(g);
+	if (cd->wl_class == WL_IDLE) {
 		cd->wl_type = WL_ASYNC;
 		cd->workload_expires = now + CFQ_JIFFY;
 		return;
