@@ -622,6 +622,7 @@ static int rule_int(const config_setting_t *r, const char *key, int64_t min, int
 	char text[64], why[CFG_ERR_MAX];
 
 	*has = false;
+	*out = 0;
 	if (!m)
 		return 0;
 	if (setting_text(m, text, sizeof(text)) < 0 ||

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "fdcap.h"
 #include "fusectl.h"
 #include "groups.h"
 #include "log.h"
@@ -48,6 +49,7 @@ static int save_groups(struct pt_fs *fs)
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
+	unsigned reserve;
 	unsigned long long nr_open = 0;
 	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
 
@@ -66,9 +68,11 @@ static void raise_fd_limit(void)
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			return;
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	LOG_DEBUG("RLIMIT_NOFILE is %llu", (unsigned long long)rl.rlim_cur);
+	reserve = fdcap_init();
+	LOG_DEBUG("RLIMIT_NOFILE is %llu, of which %u are kept for short-lived uses (fdcap.h)",
+		  (unsigned long long)rl.rlim_cur, reserve);
 }
 
 /* open_limit = 0: a quarter of the (raised) descriptor limit, so that up to three groups

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdcap.h"
 #include "log.h"
 #include "pt_i.h"
 
@@ -55,7 +56,7 @@ void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = -pthread_mutex_init(&d->lock, NULL);
 	if (rc)
 		goto out_free;
-	fd = openat(in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = fdcap_keep(openat(in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1) {
 		rc = -errno;
 		goto out_mutex;

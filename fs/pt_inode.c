@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdcap.h"
 #include "log.h"
 
 _Static_assert(sizeof(off_t) == 8, "cfqfs needs a 64-bit off_t (offsets past 4 GiB)");
@@ -369,7 +370,7 @@ int pt_inode_ref(struct pt_itable *t, struct pt_inode *in, struct stat *st, fuse
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (dead) {
-		int fd = fcntl(in->fd, F_DUPFD_CLOEXEC, 0);
+		int fd = fdcap_keep(fcntl(in->fd, F_DUPFD_CLOEXEC, 0));
 
 		if (fd == -1)
 			return -errno;
@@ -395,7 +396,7 @@ int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 	if (!S_ISDIR(dir->type))
 		return -ENOTDIR;
 
-	fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = fdcap_keep(openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
 	if (fd == -1)
 		return -errno;
 	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "fdcap.h"
 #include "log.h"
 #include "pt_i.h"
 
@@ -489,6 +490,8 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	rc = pt_inode_ref(fs->it, in, &e.attr, &e.ino);
 	if (rc == 0)
 		fill_entry_timeouts(fs, &e);
+	else
+		(void)unlinkat(dir->fd, newname, 0); /* a failed link leaves no name behind */
 out_put:
 	pt_inode_put(fs->it, dir);
 	pt_inode_put(fs->it, in);
@@ -787,12 +790,12 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	flags = backing_open_flags(fs, fi->flags);
 	pt__proc_path(proc, sizeof(proc), in->fd);
-	fd = open(proc, flags);
+	fd = fdcap_keep(open(proc, flags));
 	if (fd == -1 && errno == EACCES && fs->writeback && (fi->flags & O_ACCMODE) == O_WRONLY) {
 		/* Writeback upgraded O_WRONLY to O_RDWR and SOURCE refused reading: keep the
 		 * caller's mode; the kernel then cannot fill partial pages from us, as with any
 		 * write-only file under writeback caching. */
-		fd = open(proc, (flags & ~O_ACCMODE) | O_WRONLY);
+		fd = fdcap_keep(open(proc, (flags & ~O_ACCMODE) | O_WRONLY));
 	}
 	if (fd == -1) {
 		rc = -errno;
@@ -842,10 +845,15 @@ static int create_at(int dirfd, const char *name, int flags, mode_t mode, bool *
 	int fd, rc = 0;
 
 	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 07777);
+	*created = false;
+	if (fd >= 0 && fdcap_keep(fd) == -1) {
+		unlinkat(dirfd, name, 0); /* ours: a native EMFILE creates nothing */
+		return -EMFILE;
+	}
 	*created = fd >= 0;
 	if (fd >= 0 || errno != EEXIST || (flags & O_EXCL))
 		return fd >= 0 ? fd : -errno;
-	fd = openat(dirfd, name, (flags & ~O_CREAT) | O_NOFOLLOW | O_NONBLOCK);
+	fd = fdcap_keep(openat(dirfd, name, (flags & ~O_CREAT) | O_NOFOLLOW | O_NONBLOCK));
 	if (fd < 0)
 		return errno == ENXIO ? -EEXIST : -errno; /* ENXIO: a FIFO without readers */
 	if (fstat(fd, &st) != 0)

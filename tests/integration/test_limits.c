@@ -746,3 +746,60 @@ Test(limits, out_of_descriptors_creation_fails_cleanly_and_the_log_says_why)
 		     strerror(errno));
 	mnt_cr_finish(&m);
 }
+
+/*
+ * Out of descriptors, files: a create the daemon cannot hold a descriptor for fails with
+ * EMFILE and leaves nothing in SOURCE, and what already exists keeps working. The daemon keeps
+ * a reserve below the limit for short-lived descriptors (fs/fdcap.h): without it, the create
+ * that took the last descriptor succeeded and then its close(2) failed with EMFILE (FLUSH
+ * duplicates the file's descriptor), and a file open since before could not be locked.
+ */
+Test(limits, out_of_descriptors_files_fail_to_open_but_close_and_lock_as_before)
+{
+	struct rlimit low = { .rlim_cur = 64, .rlim_max = 64 };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	int failed = 0, made = 0, held;
+	char rel[64];
+	struct stat st;
+
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0, "setrlimit: %s", strerror(errno));
+	cr_assert_eq(mnt_start(&m, NULL), 0, "mount with 64 descriptors failed");
+	held = open(mnt_path(&m, "held"), O_CREAT | O_RDWR, 0644);
+	cr_assert_geq(held, 0, "open of the first file: %s", strerror(errno));
+	/* each file made stays in the kernel's inode cache, so the daemon keeps its descriptor */
+	for (int i = 0; i < 200; i++) {
+		int fd;
+
+		snprintf(rel, sizeof(rel), "f%03d", i);
+		fd = open(mnt_path(&m, rel), O_CREAT | O_EXCL | O_RDWR, 0644);
+		if (fd >= 0) {
+			made++;
+			cr_assert_eq(close(fd), 0, "close of %s, just made: %s", rel,
+				     strerror(errno));
+			continue;
+		}
+		cr_assert(errno == EMFILE || errno == ENFILE, "%s: unexpected %s", rel,
+			  strerror(errno));
+		failed++;
+		cr_assert_neq(lstat(src_path(&m, rel), &st), 0,
+			      "%s failed with %s but was left in SOURCE", rel, strerror(errno));
+	}
+	if (failed == 0) {
+		close(held);
+		mnt_cr_finish(&m);
+		cr_skip("the daemon raised its descriptor limit past 64 (CAP_SYS_RESOURCE): "
+			"nothing to test");
+	}
+	cr_log_info("%d files made, %d refused", made, failed);
+	cr_assert_gt(made, 0, "not even one file could be made with 64 descriptors");
+	/* the handle opened before the limit was reached works as before */
+	cr_assert_eq(pwrite(held, "x", 1, 0), 1, "write: %s", strerror(errno));
+	cr_assert_eq(fsync(held), 0, "fsync: %s", strerror(errno));
+	cr_assert_eq(fcntl(held, F_SETLK, &fl), 0, "F_SETLK: %s", strerror(errno));
+	fl.l_type = F_UNLCK;
+	cr_assert_eq(fcntl(held, F_SETLK, &fl), 0, "F_UNLCK: %s", strerror(errno));
+	cr_assert_eq(close(held), 0, "close: %s", strerror(errno));
+	cr_assert_eq(stat(mnt_path(&m, "f000"), &st), 0, "stat of a file made: %s",
+		     strerror(errno));
+	mnt_cr_finish(&m);
+}

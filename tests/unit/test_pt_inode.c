@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdcap.h"
 #include "pt_inode.h"
 
 static char base[] = "/tmp/cfqfs-ut-inode.XXXXXX";
@@ -180,5 +182,49 @@ Test(pt_inode, the_table_grows_and_keeps_its_invariants)
 		pt_inode_put(t, dir);
 	}
 	cr_assert_eq(pt_itable_count(t), 3002);
+	cr_assert(pt_itable_check(t));
+}
+
+/* Lookups stop fdcap's reserve short of the descriptor limit: when they fail with EMFILE, the
+ * reserve is free for short-lived descriptors; forgetting inodes makes room again. */
+Test(pt_inode, lookups_leave_the_descriptor_reserve_free)
+{
+	struct rlimit low = { .rlim_cur = 64, .rlim_max = 64 };
+	struct pt_inode *root = pt_itable_root(t);
+	fuse_ino_t ids[80], id;
+	unsigned reserve;
+	struct stat st;
+	int n = 0, rc = 0, spare[64], nspare = 0;
+	char p[600];
+
+	for (int i = 0; i < 80; i++) {
+		snprintf(p, sizeof(p), "%s/f%02d", base, i);
+		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+		cr_assert_geq(fd, 0, "making %s: %s", p, strerror(errno));
+		close(fd);
+	}
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0, "setrlimit: %s", strerror(errno));
+	reserve = fdcap_init();
+	cr_assert_eq(reserve, FDCAP_RESERVE_MIN, "reserve %u for a limit of 64", reserve);
+	for (n = 0; n < 80; n++) {
+		snprintf(p, sizeof(p), "f%02d", n);
+		rc = pt_inode_lookup(t, root, p, &st, &ids[n]);
+		if (rc)
+			break;
+	}
+	cr_assert_eq(rc, -EMFILE, "lookup %d ended with %d, want -EMFILE", n, rc);
+	cr_assert_gt(n, 0);
+	/* exactly the reserve is left for everything else */
+	while (nspare < 64 && (spare[nspare] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		nspare++;
+	cr_assert_eq(errno, EMFILE);
+	cr_assert_eq((unsigned)nspare, reserve, "%d descriptors free after the lookups, want %u",
+		     nspare, reserve);
+	while (nspare > 0)
+		close(spare[--nspare]);
+	pt_inode_forget(t, ids[0], 1);
+	rc = pt_inode_lookup(t, root, "f79", &st, &id);
+	cr_assert_eq(rc, 0, "lookup after a forget: %d", rc);
 	cr_assert(pt_itable_check(t));
 }
