@@ -293,7 +293,8 @@ int main(int argc, char **argv)
 	bool rotational = false;
 	int ret = 0;
 
-	for (int i = 1; i < argc; i++) {
+	/* every option takes a value: step over both */
+	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (v == NULL) {
@@ -325,7 +326,6 @@ int main(int argc, char **argv)
 			usage();
 			return 2;
 		}
-		i++;
 	}
 	if (runs == 0 || reqs == 0 || (nq == 0) != (ng == 0)) {
 		usage();

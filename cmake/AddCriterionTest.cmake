@@ -8,7 +8,7 @@ function(add_criterion_test)
   target_link_libraries(${ACT_NAME} PRIVATE PkgConfig::CRITERION ${ACT_LIBS})
   # Test helpers format into fixed buffers on purpose (a cut message or path fails the test
   # visibly); gcc's -O2 truncation heuristics would otherwise break release builds of them.
-  target_compile_options(${ACT_NAME} PRIVATE -Wno-format-truncation)
+  target_compile_options(${ACT_NAME} PRIVATE $<$<C_COMPILER_ID:GNU>:-Wno-format-truncation>)
   # -j1: the suites share the 2-core machine with ctest's own parallelism.
   add_test(NAME ${ACT_NAME} COMMAND ${ACT_NAME} -j1 --full-stats)
   if(NOT ACT_TIMEOUT)
