@@ -160,20 +160,27 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 			goto next; /* reserved: the control directory, listed first */
 
 		memset(&e, 0, sizeof(e));
+		rc = -EAGAIN; /* not looked up */
 		if (plus && !is_dot_or_dotdot(ent->d_name)) {
 			rc = pt__lookup_entry(fs, req, dir, ent->d_name, &e);
 			if (rc == -ENOENT) {
 				rc = 0;
 				goto next; /* removed since readdir saw it */
 			}
-			if (rc)
+			/* Out of descriptors for a new inode: list the name without attributes
+			 * (below) rather than fail the listing; a lookup of it reports EMFILE. */
+			if (rc && rc != -EMFILE && rc != -ENFILE)
 				break;
+		}
+		if (rc == 0) {
 			e.attr.st_ino = pt_inode_shown_ino(fs->it, e.attr.st_dev, e.attr.st_ino);
 		} else {
-			/* "." and "..": no lookup (and no reference) on them; ino 0 entries are
-			 * listed but not instantiated by the kernel. */
+			/* "." and "..", or no descriptor: no reference taken; entries with node
+			 * id 0 are listed but not instantiated by the kernel. */
+			memset(&e, 0, sizeof(e));
 			e.attr.st_ino = pt_inode_shown_ino(fs->it, d->dev, ent->d_ino);
 			e.attr.st_mode = (mode_t)ent->d_type << 12;
+			rc = 0;
 		}
 		if (plus)
 			n = fuse_add_direntry_plus(req, buf + used, size - used, ent->d_name, &e,

@@ -382,7 +382,7 @@ int pt_inode_ref(struct pt_itable *t, struct pt_inode *in, struct stat *st, fuse
 int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 		    struct stat *st, fuse_ino_t *nodeid)
 {
-	struct pt_inode *self = NULL;
+	struct pt_inode *self = NULL, *known;
 	int fd, rc;
 
 	if (name[0] == '\0' || strchr(name, '/'))
@@ -395,6 +395,22 @@ int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 		return pt_inode_ref(t, self, st, nodeid);
 	if (!S_ISDIR(dir->type))
 		return -ENOTDIR;
+
+	/* An inode the table holds (the kernel revalidates its cached entries by lookups) needs
+	 * no new descriptor: one fstatat instead of open, fstat and close, and it still works
+	 * when the descriptors run out. The answer is the inode the name had at the fstatat,
+	 * as it would be the one it had at the openat. */
+	if (fstatat(dir->fd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -errno;
+	pthread_mutex_lock(&t->lock);
+	known = find_key(t, st->st_dev, st->st_ino);
+	if (known) {
+		known->nlookup++;
+		*nodeid = known->nodeid;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (known)
+		return 0;
 
 	fd = fdcap_keep(openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
 	if (fd == -1)
