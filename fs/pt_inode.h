@@ -79,7 +79,8 @@ void pt_inode_put(struct pt_itable *t, struct pt_inode *in);
  * reference to the resulting inode (creating it if new). "." is `dir` itself; ".." at the root
  * is the root (never SOURCE's parent). `name` must not contain '/' (-EINVAL).
  * On success fills *st (backing attributes, st_ino left as the backing number) and *nodeid and
- * returns 0; on failure returns -errno and the table is unchanged.
+ * returns 0; on failure returns -errno and the table is unchanged. An inode the table holds
+ * costs no descriptor; a new one takes one (-EMFILE at the reserve of fdcap.h).
  * The caller must reply with the entry (or call pt_inode_forget(nodeid, 1) if it cannot).
  */
 int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
