@@ -9,8 +9,9 @@ set -eu
 what=${1:-test}
 build_pkgs="cmake make gcc pkg-config libfuse3-dev fuse3 libconfig-dev"
 # it_bench (tests/integration/test_bench.c) runs bench/all --quick, so the test set holds the
-# experiment scripts' tools too; bench adds what only the hand-run benchmarks use.
-test_pkgs="libcriterion-dev util-linux procps attr fio fsmark gnuplot-nox jq perl"
+# experiment scripts' tools too, and it_stressng runs stress-ng's filesystem stressors; bench
+# adds what only the hand-run benchmarks use.
+test_pkgs="libcriterion-dev util-linux procps attr fio fsmark gnuplot-nox jq perl stress-ng"
 bench_pkgs="valgrind"
 fuzz_pkgs="clang libclang-rt-14-dev"
 
