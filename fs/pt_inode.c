@@ -315,11 +315,24 @@ void pt_inode_put(struct pt_itable *t, struct pt_inode *in)
 		free_inode(in);
 }
 
+/* With t->lock held: if the table holds the inode of `st`, adds a kernel reference to it, sets
+ * *nodeid and returns true. */
+static bool ref_known(struct pt_itable *t, const struct stat *st, fuse_ino_t *nodeid)
+{
+	struct pt_inode *in = find_key(t, st->st_dev, st->st_ino);
+
+	if (!in)
+		return false;
+	in->nlookup++;
+	*nodeid = in->nodeid;
+	return true;
+}
+
 /* Adds a kernel reference to the inode for `fd`/`st`, inserting a new inode if needed. Takes
  * ownership of fd (closed if an inode for the same backing file already exists). */
 static int ref_fd(struct pt_itable *t, int fd, const struct stat *st, fuse_ino_t *nodeid)
 {
-	struct pt_inode *in, *fresh;
+	struct pt_inode *fresh;
 
 	/* Allocate before locking so the lock stays a leaf without allocation in the common
 	 * case; wasted when the inode is already known. */
@@ -329,10 +342,7 @@ static int ref_fd(struct pt_itable *t, int fd, const struct stat *st, fuse_ino_t
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&t->lock);
-	in = find_key(t, st->st_dev, st->st_ino);
-	if (in) {
-		in->nlookup++;
-		*nodeid = in->nodeid;
+	if (ref_known(t, st, nodeid)) {
 		pthread_mutex_unlock(&t->lock);
 		free(fresh);
 		close(fd);
@@ -382,7 +392,8 @@ int pt_inode_ref(struct pt_itable *t, struct pt_inode *in, struct stat *st, fuse
 int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 		    struct stat *st, fuse_ino_t *nodeid)
 {
-	struct pt_inode *self = NULL, *known;
+	struct pt_inode *self = NULL;
+	bool known;
 	int fd, rc;
 
 	if (name[0] == '\0' || strchr(name, '/'))
@@ -403,11 +414,7 @@ int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 	if (fstatat(dir->fd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
 		return -errno;
 	pthread_mutex_lock(&t->lock);
-	known = find_key(t, st->st_dev, st->st_ino);
-	if (known) {
-		known->nlookup++;
-		*nodeid = known->nodeid;
-	}
+	known = ref_known(t, st, nodeid);
 	pthread_mutex_unlock(&t->lock);
 	if (known)
 		return 0;
