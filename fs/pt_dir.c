@@ -59,6 +59,7 @@ void pt__opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fd = fdcap_keep(openat(in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (fd == -1) {
 		rc = -errno;
+		pt__warn_fd_limit(fs, rc);
 		goto out_mutex;
 	}
 	d->dp = fdopendir(fd);

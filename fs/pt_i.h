@@ -211,4 +211,8 @@ void pt__removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
 		     struct fuse_entry_param *e);
 
+/* After a descriptor could not be had (rc -EMFILE or -ENFILE, else nothing): logs why and what
+ * to raise, at most once a minute. */
+void pt__warn_fd_limit(struct pt_fs *fs, int rc);
+
 #endif /* CFQFS_PT_I_H */

@@ -67,20 +67,24 @@ static void fill_entry_timeouts(const struct pt_fs *fs, struct fuse_entry_param 
 /* [s] between two warnings that the descriptor limit stops lookups */
 #define FD_LIMIT_WARN_SECS 60
 
-/* Out of descriptors, every lookup of every caller fails (EMFILE) until the kernel forgets
- * inodes: say why, at most once a minute. */
-static void warn_fd_limit(struct pt_fs *fs, int rc)
+/* Out of descriptors, every open and every lookup of a new inode by every caller fails
+ * (EMFILE) until the kernel forgets inodes: say why, at most once a minute. */
+void pt__warn_fd_limit(struct pt_fs *fs, int rc)
 {
 	static _Atomic long long last;
-	long long now = (long long)time(NULL), prev = atomic_load(&last);
+	long long now = (long long)time(NULL), prev;
 	struct rlimit rl = { 0 };
 
+	if (rc != -EMFILE && rc != -ENFILE)
+		return;
+	prev = atomic_load(&last);
 	if (now - prev < FD_LIMIT_WARN_SECS || !atomic_compare_exchange_strong(&last, &prev, now))
 		return;
 	(void)getrlimit(RLIMIT_NOFILE, &rl);
-	LOG_WARN("lookups fail: %s. The daemon holds one descriptor per inode the kernel caches "
-		 "(%zu now) and per open file, within RLIMIT_NOFILE %llu: raise it (LimitNOFILE= "
-		 "of the unit, ulimit -Hn) or run with CAP_SYS_RESOURCE (then up to fs.nr_open)",
+	LOG_WARN("opens and lookups fail: %s. The daemon holds one descriptor per inode the "
+		 "kernel caches (%zu now) and per open file, within RLIMIT_NOFILE %llu less a "
+		 "reserve: raise it (LimitNOFILE= of the unit, ulimit -Hn) or run with "
+		 "CAP_SYS_RESOURCE (then up to fs.nr_open)",
 		 strerror(-rc), pt_itable_count(fs->it), (unsigned long long)rl.rlim_cur);
 }
 
@@ -94,8 +98,8 @@ int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, con
 	rc = pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
 	if (rc == 0)
 		fill_entry_timeouts(fs, e);
-	else if (rc == -EMFILE || rc == -ENFILE)
-		warn_fd_limit(fs, rc);
+	else
+		pt__warn_fd_limit(fs, rc);
 	return rc;
 }
 
@@ -799,6 +803,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fd == -1) {
 		rc = -errno;
+		pt__warn_fd_limit(fs, rc);
 		goto out_put;
 	}
 	if (flags & O_TRUNC)
@@ -909,8 +914,10 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	/* O_EXCL is kept for create (the kernel passes it when the caller asked). */
 	rc = do_create(fs, req, dir, name, mode,
 		       backing_open_flags(fs, fi->flags) | (fi->flags & O_EXCL), &fd, &created);
-	if (rc)
+	if (rc) {
+		pt__warn_fd_limit(fs, rc);
 		goto out_put;
+	}
 	rc = pt__lookup_entry(fs, req, dir, name, &e);
 	if (rc)
 		goto out_close;

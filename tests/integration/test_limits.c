@@ -792,6 +792,7 @@ Test(limits, out_of_descriptors_files_fail_to_open_but_close_and_lock_as_before)
 	}
 	cr_log_info("%d files made, %d refused", made, failed);
 	cr_assert_gt(made, 0, "not even one file could be made with 64 descriptors");
+	cr_assert(log_mentions("opens and lookups fail"), "the daemon did not log why");
 	/* the handle opened before the limit was reached works as before */
 	cr_assert_eq(pwrite(held, "x", 1, 0), 1, "write: %s", strerror(errno));
 	cr_assert_eq(fsync(held), 0, "fsync: %s", strerror(errno));
