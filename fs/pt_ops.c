@@ -765,6 +765,35 @@ static void trunc_kill_suid(fuse_req_t req, int fd)
 			 (unsigned long long)st.st_ino, strerror(errno));
 }
 
+/*
+ * For a descriptor just kept (fdcap_keep) whose opener asked for O_TRUNC: truncates only now,
+ * by reopening the same inode through /proc with the caller's flags and putting that
+ * description in fd's slot. Opening with O_TRUNC at once would truncate the file even when
+ * fdcap then refuses the descriptor, where a native EMFILE truncates nothing. The kernel's
+ * checks for O_TRUNC apply to the reopen as they would have to the open. Returns fd, or -1
+ * with errno set and fd closed; a failed open (-1) passes through.
+ */
+static int trunc_kept(int fd, int flags)
+{
+	char proc[32];
+	int tfd, e;
+
+	if (fd < 0 || !(flags & O_TRUNC))
+		return fd;
+	pt__proc_path(proc, sizeof(proc), fd);
+	tfd = open(proc, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+	if (tfd >= 0 && dup3(tfd, fd, O_CLOEXEC) >= 0) {
+		close(tfd);
+		return fd;
+	}
+	e = errno;
+	if (tfd >= 0)
+		close(tfd);
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pt_fs *fs = pt__fs(req);
@@ -794,12 +823,14 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	flags = backing_open_flags(fs, fi->flags);
 	pt__proc_path(proc, sizeof(proc), in->fd);
-	fd = fdcap_keep(open(proc, flags));
+	fd = trunc_kept(fdcap_keep(open(proc, flags & ~O_TRUNC)), flags);
 	if (fd == -1 && errno == EACCES && fs->writeback && (fi->flags & O_ACCMODE) == O_WRONLY) {
 		/* Writeback upgraded O_WRONLY to O_RDWR and SOURCE refused reading: keep the
 		 * caller's mode; the kernel then cannot fill partial pages from us, as with any
 		 * write-only file under writeback caching. */
-		fd = fdcap_keep(open(proc, (flags & ~O_ACCMODE) | O_WRONLY));
+		int wflags = (flags & ~O_ACCMODE) | O_WRONLY;
+
+		fd = trunc_kept(fdcap_keep(open(proc, wflags & ~O_TRUNC)), wflags);
 	}
 	if (fd == -1) {
 		rc = -errno;
@@ -858,7 +889,9 @@ static int create_at(int dirfd, const char *name, int flags, mode_t mode, bool *
 	*created = fd >= 0;
 	if (fd >= 0 || errno != EEXIST || (flags & O_EXCL))
 		return fd >= 0 ? fd : -errno;
-	fd = fdcap_keep(openat(dirfd, name, (flags & ~O_CREAT) | O_NOFOLLOW | O_NONBLOCK));
+	/* O_TRUNC only once the file is known to be a regular one and its descriptor kept */
+	fd = fdcap_keep(openat(dirfd, name,
+			       (flags & ~(O_CREAT | O_TRUNC)) | O_NOFOLLOW | O_NONBLOCK));
 	if (fd < 0)
 		return errno == ENXIO ? -EEXIST : -errno; /* ENXIO: a FIFO without readers */
 	if (fstat(fd, &st) != 0)
@@ -871,7 +904,8 @@ static int create_at(int dirfd, const char *name, int flags, mode_t mode, bool *
 		close(fd);
 		return rc;
 	}
-	return fd;
+	fd = trunc_kept(fd, flags);
+	return fd >= 0 ? fd : -errno;
 }
 
 static int do_create(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,

@@ -766,6 +766,7 @@ Test(limits, out_of_descriptors_files_fail_to_open_but_close_and_lock_as_before)
 	cr_assert_eq(mnt_start(&m, NULL), 0, "mount with 64 descriptors failed");
 	held = open(mnt_path(&m, "held"), O_CREAT | O_RDWR, 0644);
 	cr_assert_geq(held, 0, "open of the first file: %s", strerror(errno));
+	cr_assert_eq(mnt_put(mnt_path(&m, "kept"), "12345", 5, 0644), 0);
 	/* each file made stays in the kernel's inode cache, so the daemon keeps its descriptor */
 	for (int i = 0; i < 200; i++) {
 		int fd;
@@ -793,6 +794,23 @@ Test(limits, out_of_descriptors_files_fail_to_open_but_close_and_lock_as_before)
 	cr_log_info("%d files made, %d refused", made, failed);
 	cr_assert_gt(made, 0, "not even one file could be made with 64 descriptors");
 	cr_assert(log_mentions("opens and lookups fail"), "the daemon did not log why");
+	/* Take what the daemon has left below its reserve (each refused create gave one
+	 * descriptor back) with opens of a file that exists; then an open(O_TRUNC) refused for
+	 * want of a descriptor must truncate nothing. */
+	int extra[16], nextra = 0, fd;
+
+	while (nextra < 16 && (extra[nextra] = open(mnt_path(&m, "f000"), O_RDONLY)) >= 0)
+		nextra++;
+	cr_assert_lt(nextra, 16, "16 more opens succeeded: the limit was not reached");
+	errno = 0;
+	fd = open(mnt_path(&m, "kept"), O_WRONLY | O_TRUNC);
+	cr_assert_lt(fd, 0, "open(O_TRUNC) at the limit succeeded");
+	cr_assert(errno == EMFILE || errno == ENFILE, "open(O_TRUNC): %s", strerror(errno));
+	cr_assert_eq(stat(src_path(&m, "kept"), &st), 0);
+	cr_assert_eq(st.st_size, 5, "a refused open(O_TRUNC) left %lld bytes of 5",
+		     (long long)st.st_size);
+	while (nextra > 0)
+		cr_assert_eq(close(extra[--nextra]), 0, "close: %s", strerror(errno));
 	/* the handle opened before the limit was reached works as before */
 	cr_assert_eq(pwrite(held, "x", 1, 0), 1, "write: %s", strerror(errno));
 	cr_assert_eq(fsync(held), 0, "fsync: %s", strerror(errno));
