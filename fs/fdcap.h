@@ -6,9 +6,12 @@
  * If those took every descriptor up to RLIMIT_NOFILE, operations on handles that already exist
  * would fail as well, because some need a descriptor for a moment: close(2)'s FLUSH duplicates
  * the file's descriptor (and would fail the caller's close() with EMFILE, losing a backing
- * filesystem's write-back error), the classifier reads /proc, a lock probe opens /proc/self/fd.
- * So the long-lived descriptors stop a reserve short of the limit: each is passed through
- * fdcap_keep() when opened, which refuses it, as EMFILE, from the cap (limit - reserve) up.
+ * filesystem's write-back error), the classifier reads /proc, a truncation may reopen the
+ * file. So the long-lived descriptors stop a reserve short of the limit: each is passed
+ * through fdcap_keep() when opened, which refuses it, as EMFILE, from the cap (limit -
+ * reserve) up. Record locks are served from the reserve on purpose: a lock owner's own open
+ * file description (pt_lock.c) lives while it holds locks on the file, and a lock on a file
+ * already open should not fail because other callers opened too much.
  *
  * Invariant: every long-lived descriptor is below the cap. Descriptors are allocated lowest
  * first, so a new one at or above the cap means at most reserve - 1 were free; and as only
