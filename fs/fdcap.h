@@ -13,11 +13,11 @@
  * file description (pt_lock.c) lives while it holds locks on the file, and a lock on a file
  * already open should not fail because other callers opened too much.
  *
- * Invariant: every long-lived descriptor is below the cap. Descriptors are allocated lowest
- * first, so a new one at or above the cap means at most reserve - 1 were free; and as only
- * short-lived descriptors ever sit at or above the cap, the reserve is free again as soon as
- * they are closed. A process-wide property, like the descriptor table it describes: the cap
- * is one atomic, read without a lock.
+ * Invariant: every descriptor kept through fdcap_keep() is below the cap. Descriptors are
+ * allocated lowest first, so a new one at or above the cap means at most reserve - 1 were
+ * free; and as only short-lived descriptors and lock owners' ever sit at or above the cap,
+ * the reserve is free again as soon as they are closed. A process-wide property, like the
+ * descriptor table it describes: the cap is one atomic, read without a lock.
  */
 #ifndef CFQFS_FDCAP_H
 #define CFQFS_FDCAP_H
