@@ -139,6 +139,7 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 	for (;;) {
 		struct fuse_entry_param e;
 		struct dirent *ent = d->pending;
+		bool looked_up;
 		size_t n;
 
 		if (!ent) {
@@ -161,7 +162,7 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 			goto next; /* reserved: the control directory, listed first */
 
 		memset(&e, 0, sizeof(e));
-		rc = -EAGAIN; /* not looked up */
+		looked_up = false;
 		if (plus && !is_dot_or_dotdot(ent->d_name)) {
 			rc = pt__lookup_entry(fs, req, dir, ent->d_name, &e);
 			if (rc == -ENOENT) {
@@ -172,8 +173,9 @@ static ssize_t fill_dir(struct pt_fs *fs, fuse_req_t req, struct pt_dir *d, stru
 			 * (below) rather than fail the listing; a lookup of it reports EMFILE. */
 			if (rc && rc != -EMFILE && rc != -ENFILE)
 				break;
+			looked_up = rc == 0;
 		}
-		if (rc == 0) {
+		if (looked_up) {
 			e.attr.st_ino = pt_inode_shown_ino(fs->it, e.attr.st_dev, e.attr.st_ino);
 		} else {
 			/* "." and "..", or no descriptor: no reference taken; entries with node

@@ -72,11 +72,13 @@ static void fill_entry_timeouts(const struct pt_fs *fs, struct fuse_entry_param 
 void pt__warn_fd_limit(struct pt_fs *fs, int rc)
 {
 	static _Atomic long long last;
-	long long now = (long long)time(NULL), prev;
+	long long now, prev;
 	struct rlimit rl = { 0 };
 
+	/* every failed lookup comes here (misses are common): nothing else to do for them */
 	if (rc != -EMFILE && rc != -ENFILE)
 		return;
+	now = (long long)time(NULL);
 	prev = atomic_load(&last);
 	if (now - prev < FD_LIMIT_WARN_SECS || !atomic_compare_exchange_strong(&last, &prev, now))
 		return;
