@@ -148,7 +148,9 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 	if (!fs->it)
 		goto out_free;
 	/* Only root can act as another user; otherwise everything is created as ourselves. */
-	fs->as_caller = geteuid() == 0;
+	fs->euid = geteuid();
+	fs->egid = getegid();
+	fs->as_caller = fs->euid == 0;
 	if (fs->opts.ctl_dir[0]) {
 		struct ctl_options co = {
 			.name = fs->opts.ctl_dir,

@@ -44,6 +44,8 @@ struct pt_fs {
 	struct executor *ex;	 /* borrowed, outlives the pt_fs */
 	struct pt_itable *it;	 /* inodes; own lock */
 	bool as_caller;		 /* daemon is root: create objects with the caller's fsuid/fsgid */
+	uid_t euid;		 /* the daemon's effective ids, which never change; immutable */
+	gid_t egid;
 	gid_t *groups;		 /* the daemon's supplementary groups, restored after a switch */
 	int ngroups;		 /* entries in groups [count] */
 	bool writeback;		 /* FUSE_CAP_WRITEBACK_CACHE negotiated; written by init only */

@@ -389,8 +389,9 @@ int pt_inode_ref(struct pt_itable *t, struct pt_inode *in, struct stat *st, fuse
 	return rc;
 }
 
-int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
-		    struct stat *st, fuse_ino_t *nodeid)
+/* pt_inode_lookup(), with the probe for a known inode when `probe` (see there). */
+static int lookup(struct pt_itable *t, struct pt_inode *dir, const char *name, struct stat *st,
+		  fuse_ino_t *nodeid, bool probe)
 {
 	struct pt_inode *self = NULL;
 	bool known;
@@ -411,13 +412,15 @@ int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 	 * no new descriptor: one fstatat instead of open, fstat and close, and it still works
 	 * when the descriptors run out. The answer is the inode the name had at the fstatat,
 	 * as it would be the one it had at the openat. */
-	if (fstatat(dir->fd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
-		return -errno;
-	pthread_mutex_lock(&t->lock);
-	known = ref_known(t, st, nodeid);
-	pthread_mutex_unlock(&t->lock);
-	if (known)
-		return 0;
+	if (probe) {
+		if (fstatat(dir->fd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
+			return -errno;
+		pthread_mutex_lock(&t->lock);
+		known = ref_known(t, st, nodeid);
+		pthread_mutex_unlock(&t->lock);
+		if (known)
+			return 0;
+	}
 
 	fd = fdcap_keep(openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
 	if (fd == -1)
@@ -430,6 +433,18 @@ int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
 	/* ref_fd maps SOURCE's own (dev, ino) to the root, so ".." from a first-level
 	 * directory correctly names node 1. */
 	return ref_fd(t, fd, st, nodeid);
+}
+
+int pt_inode_lookup(struct pt_itable *t, struct pt_inode *dir, const char *name,
+		    struct stat *st, fuse_ino_t *nodeid)
+{
+	return lookup(t, dir, name, st, nodeid, true);
+}
+
+int pt_inode_lookup_made(struct pt_itable *t, struct pt_inode *dir, const char *name,
+			 struct stat *st, fuse_ino_t *nodeid)
+{
+	return lookup(t, dir, name, st, nodeid, false);
 }
 
 void pt_inode_forget(struct pt_itable *t, fuse_ino_t nodeid, uint64_t n)

@@ -90,19 +90,27 @@ void pt__warn_fd_limit(struct pt_fs *fs, int rc)
 		 strerror(-rc), pt_itable_count(fs->it), (unsigned long long)rl.rlim_cur);
 }
 
-int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
-		     struct fuse_entry_param *e)
+/* pt__lookup_entry(); `made`: the caller has just made the name (pt_inode_lookup_made). */
+static int lookup_entry(struct pt_fs *fs, struct pt_inode *dir, const char *name, bool made,
+			struct fuse_entry_param *e)
 {
 	int rc;
 
-	(void)req;
 	memset(e, 0, sizeof(*e));
-	rc = pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
+	rc = made ? pt_inode_lookup_made(fs->it, dir, name, &e->attr, &e->ino)
+		  : pt_inode_lookup(fs->it, dir, name, &e->attr, &e->ino);
 	if (rc == 0)
 		fill_entry_timeouts(fs, e);
 	else
 		pt__warn_fd_limit(fs, rc);
 	return rc;
+}
+
+int pt__lookup_entry(struct pt_fs *fs, fuse_req_t req, struct pt_inode *dir, const char *name,
+		     struct fuse_entry_param *e)
+{
+	(void)req;
+	return lookup_entry(fs, dir, name, false, e);
 }
 
 /* Replies attributes, with the inode number shown through the mount. */
@@ -359,7 +367,7 @@ static void create_node(fuse_req_t req, fuse_ino_t parent, const char *name, mod
 	pt__cred_leave(fs, &c);
 	if (rc)
 		goto out_put;
-	rc = pt__lookup_entry(fs, req, dir, name, &e);
+	rc = lookup_entry(fs, dir, name, true, &e);
 	if (rc)
 		undo_node(dir->fd, name, mode);
 
@@ -954,7 +962,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		pt__warn_fd_limit(fs, rc);
 		goto out_put;
 	}
-	rc = pt__lookup_entry(fs, req, dir, name, &e);
+	rc = lookup_entry(fs, dir, name, created, &e);
 	if (rc)
 		goto out_close;
 	pf = file_new(req, fd, fi->flags, e.attr.st_dev, e.attr.st_ino);
