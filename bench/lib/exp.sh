@@ -32,7 +32,7 @@
 #   exp_note MSG, exp_die MSG
 
 EXP_NAME=
-QUICK=0 RUNS="" CSV="" DEVICES="hdd none" EXP_BASE=/var/tmp EXP_ARGS=() PLACEMENT=spread
+QUICK=0 RUNS="" CSV="" DEVICES="hdd none" EXP_BASE=/var/tmp EXP_ARGS=() PLACEMENT=spread HDD_OPTS=""
 CFQFS=${CFQFS:-}
 WORK="" SRC="" MNT="" EXP_DIR="" EXP_PID="" EXP_LOG="" EXP_DATA=""
 EXP_OUT=""
@@ -50,6 +50,8 @@ usage: bench/$EXP_NAME [options]
   --placement P       where the emulated hdd puts files: spread (default: each far from the
                       others) or dir (side by side by inode number, like one directory's
                       files on ext4; see cfqfs(8), device=)
+  --hdd-opts OPTS     more -o options for the emulated hdd, comma separated, e.g.
+                      device.bandwidth_mb=30 for a slower disk (cfqfs(8), device.PARAM=)
   --runs N            runs per point, the table shows medians (default 3; 1 with --quick)
   --dir DIR           where the temp SOURCE is created (default /var/tmp)
   --csv FILE          also write every measurement and the medians as CSV
@@ -73,6 +75,7 @@ exp_init() {
 		--device | --devices) DEVICES=${2:?}; DEVICES=${DEVICES//,/ }; shift ;;
 		--runs) RUNS=${2:?}; shift ;;
 		--placement) PLACEMENT=${2:?}; shift ;;
+		--hdd-opts) HDD_OPTS=${2:?}; shift ;;
 		--csv) CSV=${2:?}; shift ;;
 		--dir) EXP_BASE=${2:?}; shift ;;
 		--out) EXP_OUT=${2:?}; shift ;;
@@ -84,6 +87,8 @@ exp_init() {
 	if [ "$QUICK" = 1 ]; then : "${RUNS:=1}"; else : "${RUNS:=3}"; fi
 	[[ $RUNS =~ ^[1-9][0-9]*$ ]] || exp_die "--runs wants a positive integer"
 	case $PLACEMENT in spread | dir) ;; *) exp_die "--placement wants spread or dir" ;; esac
+	[[ $HDD_OPTS =~ ^(device\.[a-z_]+=[a-z0-9]+)?(,device\.[a-z_]+=[a-z0-9]+)*$ ]] ||
+		exp_die "--hdd-opts wants device.PARAM=VALUE[,...] (cfqfs(8))"
 	local d
 	for d in $DEVICES; do
 		case $d in hdd | none) ;; *) exp_die "--device is hdd, none or hdd,none" ;; esac
@@ -136,14 +141,14 @@ exp_header() {
 	echo "# bench/$EXP_NAME $(date -u '+%Y-%m-%d %H:%M UTC'), runs=$RUNS, quick=$QUICK, devices: $DEVICES"
 	echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), --dir $EXP_BASE on $dev"
 	echo "# cfqfs: $CFQFS (checkout at $(git -C "$(dirname "$CFQFS")" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-	echo "# emulated hdd file placement: $PLACEMENT"
+	echo "# emulated hdd file placement: $PLACEMENT${HDD_OPTS:+; more hdd options: $HDD_OPTS}"
 }
 
 exp_mount() {
 	local dev=$1 opts=$2 o
 	if [ "$dev" = native ]; then EXP_DIR=$SRC; return 0; fi
 	o=direct_io
-	[ "$dev" != hdd ] || o=$o,device=hdd,device.placement=$PLACEMENT
+	[ "$dev" != hdd ] || o=$o,device=hdd,device.placement=$PLACEMENT${HDD_OPTS:+,$HDD_OPTS}
 	[ -z "$opts" ] || o=$o,$opts
 	EXP_LOG=$WORK/logs/daemon.log
 	echo "== cfqfs -f -o $o SRC MNT" >>"$EXP_LOG"
