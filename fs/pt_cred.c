@@ -30,10 +30,10 @@
  * thread unshares before its first umask(); a thread spawned by one that already unshared
  * shares that copy only until it unshares in turn, and it never calls umask() before. */
 static _Thread_local int own_fs_struct;
-/* This thread's umask once it has set one (its own fs_struct: nobody else changes it), so
- * that a run of creates by one caller costs one umask() call, not one each. */
-static _Thread_local bool umask_known;
-static _Thread_local mode_t umask_now;
+/* This thread's umask once it has set one, (mode_t)-1 before (no umask has bits above 0777).
+ * Its own fs_struct: nobody else changes it, so a run of creates by one caller costs one
+ * umask() call, not one each. */
+static _Thread_local mode_t umask_now = (mode_t)-1;
 
 static bool thread_umask_ok(void)
 {
@@ -74,10 +74,9 @@ int pt__cred_enter(struct pt_fs *fs, fuse_req_t req, mode_t *mode, struct pt_cre
 	c->uid = ctx->uid;
 	c->gid = ctx->gid;
 	if (thread_umask_ok()) {
-		if (!umask_known || umask_now != ctx->umask) {
+		if (umask_now != ctx->umask) {
 			umask(ctx->umask);
 			umask_now = ctx->umask;
-			umask_known = true;
 		}
 	} else if (mode) {
 		*mode &= ~ctx->umask;

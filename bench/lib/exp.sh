@@ -87,7 +87,7 @@ exp_init() {
 	if [ "$QUICK" = 1 ]; then : "${RUNS:=1}"; else : "${RUNS:=3}"; fi
 	[[ $RUNS =~ ^[1-9][0-9]*$ ]] || exp_die "--runs wants a positive integer"
 	case $PLACEMENT in spread | dir) ;; *) exp_die "--placement wants spread or dir" ;; esac
-	[[ $HDD_OPTS =~ ^(device\.[a-z_]+=[a-z0-9]+)?(,device\.[a-z_]+=[a-z0-9]+)*$ ]] ||
+	[ -z "$HDD_OPTS" ] || [[ $HDD_OPTS =~ ^device\.[a-z_]+=[a-z0-9]+(,device\.[a-z_]+=[a-z0-9]+)*$ ]] ||
 		exp_die "--hdd-opts wants device.PARAM=VALUE[,...] (cfqfs(8))"
 	local d
 	for d in $DEVICES; do

@@ -233,3 +233,37 @@ Test(pt_inode, lookups_leave_the_descriptor_reserve_free)
 	cr_assert_eq(rc, 0, "lookup after a forget: %d", rc);
 	cr_assert(pt_itable_check(t));
 }
+
+/* pt_inode_lookup_made skips the probe for a known inode, not the table: a name it is given
+ * that the table already holds (the name was replaced by a known file meanwhile) still maps
+ * to the known id and takes a reference on it, and a new one gets a fresh id. */
+Test(pt_inode, lookup_made_finds_a_known_inode_and_adds_a_new_one)
+{
+	struct pt_inode *root = pt_itable_root(t);
+	struct stat st, made_st;
+	struct pt_inode *in;
+	fuse_ino_t known = lookup_ok(root, "dir", &st), id = 0;
+	char p[512];
+	int fd;
+
+	cr_assert_eq(pt_inode_lookup_made(t, root, "dir", &made_st, &id), 0);
+	cr_assert_eq(id, known);
+	cr_assert_eq(made_st.st_ino, st.st_ino);
+	cr_assert_eq(pt_itable_count(t), 2);
+	pt_inode_forget(t, known, 1);
+	in = pt_inode_get(t, known);
+	cr_assert_not_null(in, "lookup_made took no reference on the known inode");
+	pt_inode_put(t, in);
+
+	snprintf(p, sizeof(p), "%s/new", base);
+	fd = open(p, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(pt_inode_lookup_made(t, root, "new", &made_st, &id), 0);
+	cr_assert_neq(id, known);
+	cr_assert(S_ISREG(made_st.st_mode));
+	cr_assert_eq(pt_itable_count(t), 3);
+	cr_assert_eq(pt_inode_lookup_made(t, root, "missing", &made_st, &id), -ENOENT);
+	cr_assert_eq(pt_itable_count(t), 3);
+	cr_assert(pt_itable_check(t));
+}
