@@ -297,8 +297,8 @@ static bool classify_caller(struct classifier *c, fuse_req_t req, const char *pa
 	return true;
 }
 
-void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int open_flags,
-		      int fd, struct exec_tag *opener)
+void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int fd,
+		      struct exec_tag *opener)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
@@ -310,7 +310,7 @@ void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int o
 		opener->level = SCHED_LEVEL_NORM;
 	}
 	opener->file = file;
-	opener->sync = (open_flags & (O_SYNC | O_DSYNC | O_DIRECT)) != 0;
+	opener->rq_flags = 0;
 	opener->no_caller = false;
 }
 
@@ -321,7 +321,7 @@ void pt_classify_release(struct exec_tag *opener)
 }
 
 void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener, int fd,
-		 bool is_read_or_fsync, struct exec_tag *out)
+		 uint8_t rq_flags, struct exec_tag *out)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char *late_path = NULL;
@@ -338,5 +338,5 @@ void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *op
 	out->no_caller = !ctx || ctx->pid <= 0;
 	out->path = NULL; /* the opener keeps ownership */
 	out->file = opener->file;
-	out->sync = is_read_or_fsync || opener->sync;
+	out->rq_flags = rq_flags;
 }

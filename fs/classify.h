@@ -37,21 +37,21 @@ void cls_destroy(struct classifier *c);
 int cls_reload(struct classifier *c, const struct cfqfs_config *cfg);
 
 /*
- * Records the opener of a new handle on backing fd `fd`. `open_flags`: O_SYNC/O_DSYNC/O_DIRECT
- * make the handle's writes sync. When rules match on paths, the file's path inside the mount
- * is looked up once here and kept in opener->path (freed by pt_classify_release). Cannot fail:
- * falls back to the caller's thread in the root group at BE level 4.
+ * Records the opener of a new handle on backing fd `fd`. When rules match on paths, the file's
+ * path inside the mount is looked up once here and kept in opener->path (freed by
+ * pt_classify_release). Cannot fail: falls back to the caller's thread in the root group at BE
+ * level 4.
  */
-void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int open_flags,
-		      int fd, struct exec_tag *opener);
+void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int fd,
+		      struct exec_tag *opener);
 
 /* Frees what pt_classify_open() kept. Cannot fail. */
 void pt_classify_release(struct exec_tag *opener);
 
 /* Classifies one data request on the handle whose backing fd is `fd` (for its path, when path
- * rules came with a reload after it was opened). `is_read_or_fsync`: reads and fsyncs are
- * always sync; writes take the handle's sync flag. Cannot fail. */
+ * rules came with a reload after it was opened). `rq_flags`: the request's SCHED_RQ_* flags
+ * (pt_rq_flags), copied into out. Cannot fail. */
 void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener, int fd,
-		 bool is_read_or_fsync, struct exec_tag *out);
+		 uint8_t rq_flags, struct exec_tag *out);
 
 #endif

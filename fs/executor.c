@@ -979,7 +979,7 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *
 	return 0;
 }
 
-static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_op op, bool sync,
+static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_op op,
 		    uint64_t off, uint64_t len)
 {
 	memset(&er->rq, 0, sizeof(er->rq));
@@ -988,7 +988,7 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
 	er->rq.ioclass = tag->ioclass;
 	er->rq.level = tag->level;
 	er->rq.op = (uint8_t)op;
-	er->rq.flags = sync ? SCHED_RQ_SYNC : 0;
+	er->rq.flags = tag->rq_flags;
 	er->rq.file = tag->file;
 	er->rq.offset = off;
 	er->rq.len = len;
@@ -1150,7 +1150,7 @@ void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t o
 		er_fail(ex, er, EINVAL);
 		return;
 	}
-	fill_rq(er, tag, SCHED_OP_READ, true, (uint64_t)off, size);
+	fill_rq(er, tag, SCHED_OP_READ, (uint64_t)off, size);
 	submit(ex, er, 0);
 }
 
@@ -1171,7 +1171,7 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 	if (ex->inline_io && in_buf->count == 1 && in_buf->idx == 0 && in_buf->off == 0 &&
 	    !(in->flags & FUSE_BUF_IS_FD) && size > 0 && in->size == size) {
 		er->wsrc = in->mem;
-		fill_rq(er, tag, SCHED_OP_WRITE, tag->sync, (uint64_t)off, (uint64_t)size);
+		fill_rq(er, tag, SCHED_OP_WRITE, (uint64_t)off, (uint64_t)size);
 		submit(ex, er, size);
 		return;
 	}
@@ -1183,7 +1183,7 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 		return;
 	}
 	er->wsrc = er->buf;
-	fill_rq(er, tag, SCHED_OP_WRITE, tag->sync, (uint64_t)off, (uint64_t)got);
+	fill_rq(er, tag, SCHED_OP_WRITE, (uint64_t)off, (uint64_t)got);
 	submit(ex, er, 0);
 }
 
@@ -1194,7 +1194,7 @@ void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
 
 	if (!er)
 		return;
-	fill_rq(er, tag, datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, true, 0, 0);
+	fill_rq(er, tag, datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, 0, 0);
 	submit(ex, er, 0);
 }
 

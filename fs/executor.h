@@ -32,7 +32,7 @@ struct exec_tag {
 	uint32_t group;	    /* scheduler group id */
 	uint8_t ioclass;    /* enum sched_class */
 	uint8_t level;	    /* 0..7 */
-	bool sync;	    /* for writes: handle opened O_SYNC/O_DSYNC/O_DIRECT */
+	uint8_t rq_flags;   /* SCHED_RQ_* of the request (pt_rq_flags); unused in an opener */
 	bool no_caller;	    /* sent by the kernel on nobody's behalf (writeback: pid 0) */
 	char *path;	    /* opener only: path inside the mount for path rules, or NULL;
 			       owned by the handle (pt_classify_release) */

@@ -36,6 +36,7 @@
 #include "fdcap.h"
 #include "log.h"
 #include "pt_i.h"
+#include "rqmap.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Small shared helpers                                                                      */
@@ -177,7 +178,7 @@ static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, dev_t 
 	pf->dev = dev;
 	pf->ino = ino;
 	pf->file_id = pt_inode_file_id(dev, ino);
-	pt_classify_open(pt__fs(req)->opts.cls, req, pf->file_id, kernel_flags, fd, &pf->opener);
+	pt_classify_open(pt__fs(req)->opts.cls, req, pf->file_id, fd, &pf->opener);
 	return pf;
 }
 
@@ -1016,7 +1017,8 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ctl_read(pt__fs(req)->ctl, req, size, off, fi);
 		return;
 	}
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd, true, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
+		    pt_rq_flags(SCHED_OP_READ, fi->flags, false), &tag);
 	exec_read(pt__fs(req)->ex, req, pf->fd, size, off, &tag);
 }
 
@@ -1096,7 +1098,8 @@ static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 		reply_err(req, fd);
 		return;
 	}
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd, false, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
+		    pt_rq_flags(SCHED_OP_WRITE, fi->flags, fi->writepage), &tag);
 	exec_write(pt__fs(req)->ex, req, fd, in_buf, off, &tag);
 }
 
@@ -1106,7 +1109,9 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	struct exec_tag tag;
 
 	CTL_GUARD_ERR(ino, 0); /* nothing to make durable */
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd, true, &tag);
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
+		    pt_rq_flags(datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, fi->flags, false),
+		    &tag);
 	exec_fsync(pt__fs(req)->ex, req, pf->fd, datasync != 0, &tag);
 }
 

@@ -361,7 +361,8 @@ enum sched_trace_event {
 	SCHED_TR_COMPLETE,  /* a = service time [ns], b = error (0 or -errno) */
 	SCHED_TR_CANCEL,    /* queued request withdrawn: a = offset, b = len */
 	SCHED_TR_ACTIVATE,  /* CFQ: queue made active: a = workload class (0 BE, 1 RT, 2 IDLE),
-			       b = workload type (0 async, 1 sync-noidle, 2 sync) */
+			       b = workload type of the tree it is served from (0 async,
+			       1 sync-noidle, 2 sync) */
 	SCHED_TR_SLICE,	    /* CFQ: the active queue's slice starts: a = length [ns] */
 	SCHED_TR_EXPIRE,    /* CFQ: slice over: a = I/Os dispatched in it, b = slice [ns];
 			       flag 1 ("timed_out", the kernel's word) if it ran out or a

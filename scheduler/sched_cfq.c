@@ -112,6 +112,21 @@ static struct cfq_st *st_for(struct sched_group *g, int cls, int type)
 	return &g->cfq.st[cls][type];
 }
 
+/*
+ * The workload type of the tree q is on: the one it is served from. It may differ from
+ * q_type(q), which follows the newest idle-window verdict (a queue is placed on a tree when
+ * it becomes busy, by the verdict of its previous request, as in the kernel).
+ */
+static int st_type(const struct sched_queue *q)
+{
+	if (q_class(q) == WL_IDLE) /* one tree for every type */
+		return q_type(q);
+	for (int t = 0; t < WL_TYPES; t++)
+		if (q->cfq.st == st_for(q->g, q_class(q), t))
+			return t;
+	return q_type(q);
+}
+
 /* Busy queues of class cls in g (the sum of its trees' counts, kept in g's first lines). */
 static uint32_t grp_busy_wl(const struct sched_group *g, int cls)
 {
@@ -979,7 +994,7 @@ static void set_active_queue(struct sched *sd, struct sched_queue *q, sched_ns n
 	q->stats.slices++;
 	q->g->stats.slices++;
 	warm_next_turns(sd, q);
-	sched__trace(sd, now, SCHED_TR_ACTIVATE, q, q_class(q), q_type(q), 0);
+	sched__trace(sd, now, SCHED_TR_ACTIVATE, q, q_class(q), st_type(q), 0);
 }
 
 static bool should_idle(const struct sched *sd, const struct sched_queue *q)

@@ -540,6 +540,10 @@ static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, bool sync, 
 	rq->level = p->spec.level;
 	rq->op = op;
 	rq->flags = sync ? SCHED_RQ_SYNC : 0;
+	/* as the daemon sends them (fs/rqmap.h): an fsync is the kernel's REQ_SYNC writeback
+	 * without REQ_IDLE */
+	if (op == SCHED_OP_FSYNC || op == SCHED_OP_FDATASYNC)
+		rq->flags |= SCHED_RQ_NOIDLE;
 	rq->file = file;
 	rq->offset = offset;
 	rq->len = len;
