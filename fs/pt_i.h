@@ -81,6 +81,9 @@ struct pt_file {
 	ino_t ino;		  /* backing st_ino */
 	uint64_t file_id;	  /* scheduler file identity */
 	struct exec_tag opener;	  /* classification of the opener, for pid-0 requests */
+	/* an fsync or fdatasync came through this handle: its later writes are the kind whose
+	 * data a local filesystem writes at the next fsync (rqmap.h, "journal") */
+	atomic_bool fsynced;
 	struct pt_file *prev, *next; /* fs->files list; protected by fs->handles_lock */
 };
 

@@ -174,6 +174,7 @@ static struct pt_file *file_new(fuse_req_t req, int fd, int kernel_flags, dev_t 
 		return NULL;
 	pf->fd = fd;
 	atomic_init(&pf->plain_fd, -1);
+	atomic_init(&pf->fsynced, false);
 	pf->flags = kernel_flags;
 	pf->dev = dev;
 	pf->ino = ino;
@@ -1018,7 +1019,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
-		    pt_rq_flags(SCHED_OP_READ, fi->flags, false), &tag);
+		    pt_rq_flags(SCHED_OP_READ, fi->flags, false, false), &tag);
 	exec_read(pt__fs(req)->ex, req, pf->fd, size, off, &tag);
 }
 
@@ -1099,7 +1100,9 @@ static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 		return;
 	}
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
-		    pt_rq_flags(SCHED_OP_WRITE, fi->flags, fi->writepage), &tag);
+		    pt_rq_flags(SCHED_OP_WRITE, fi->flags, fi->writepage,
+				atomic_load_explicit(&pf->fsynced, memory_order_relaxed)),
+		    &tag);
 	exec_write(pt__fs(req)->ex, req, fd, in_buf, off, &tag);
 }
 
@@ -1109,8 +1112,9 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	struct exec_tag tag;
 
 	CTL_GUARD_ERR(ino, 0); /* nothing to make durable */
+	atomic_store_explicit(&pf->fsynced, true, memory_order_relaxed);
 	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
-		    pt_rq_flags(datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, fi->flags, false),
+		    pt_rq_flags(datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, 0, false, false),
 		    &tag);
 	exec_fsync(pt__fs(req)->ex, req, pf->fd, datasync != 0, &tag);
 }

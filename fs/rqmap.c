@@ -4,7 +4,7 @@
 
 #include <fcntl.h>
 
-uint8_t pt_rq_flags(enum sched_op op, int file_flags, bool writepage)
+uint8_t pt_rq_flags(enum sched_op op, int file_flags, bool writepage, bool journal)
 {
 	switch (op) {
 	case SCHED_OP_READ:
@@ -14,13 +14,13 @@ uint8_t pt_rq_flags(enum sched_op op, int file_flags, bool writepage)
 		return SCHED_RQ_SYNC | SCHED_RQ_NOIDLE;
 	case SCHED_OP_WRITE:
 		if (writepage)
-			return 0;
+			return 0; /* background writeback: nobody waits */
 		if (file_flags & O_DIRECT)
 			return SCHED_RQ_SYNC;
 		/* O_SYNC includes O_DSYNC's bit on Linux; test both for other layouts */
-		if (file_flags & (O_SYNC | O_DSYNC))
+		if ((file_flags & (O_SYNC | O_DSYNC)) || journal)
 			return SCHED_RQ_SYNC | SCHED_RQ_NOIDLE;
-		return 0;
+		return SCHED_RQ_CALLER;
 	}
 	return SCHED_RQ_SYNC; /* unknown op: treated as the caller waiting on it */
 }

@@ -17,7 +17,16 @@
  *                                 the data goes direct and only the flush after it is extra)
  *   WRITE on O_SYNC / O_DSYNC     sync, no-idle: a buffered write followed by
  *                                 generic_write_sync(), i.e. the writeback fsync makes
- *   WRITE, other                  async: background writeback issues buffered data
+ *   WRITE on a "journal" handle   sync, no-idle (cfqfs): a handle that has been fsynced
+ *                                 (PostgreSQL's WAL, a log); on a local filesystem its data
+ *                                 would be written by the next fsync, as REQ_SYNC without
+ *                                 REQ_IDLE; through a write-through FUSE mount it arrives
+ *                                 with the WRITE instead, so the WRITE gets those flags
+ *   WRITE, other                  async (background writeback issues buffered data), with
+ *                                 SCHED_RQ_CALLER: through FUSE without writeback caching the
+ *                                 caller waits for it, which the kernel's async rules assume
+ *                                 nobody does (sched_cfq.c: no cross-group preemption by
+ *                                 sync, charged by time used, group idle after it)
  *   WRITE from writeback cache    async: the kernel's own writeback of cached pages
  *
  * `file_flags` are the file's status flags at the request (FUSE's WRITE carries them, with
@@ -33,7 +42,8 @@
 #include "sched.h"
 
 /* The SCHED_RQ_* flags for a request `op` on a file in status `file_flags` (O_* bits);
- * `writepage`: a write of the kernel's writeback cache. Pure; cannot fail. */
-uint8_t pt_rq_flags(enum sched_op op, int file_flags, bool writepage);
+ * `writepage`: a write of the kernel's writeback cache; `journal`: the handle has been
+ * fsynced before. Pure; cannot fail. */
+uint8_t pt_rq_flags(enum sched_op op, int file_flags, bool writepage, bool journal);
 
 #endif

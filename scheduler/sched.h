@@ -69,6 +69,9 @@ enum {
 	SCHED_RQ_SYNC = 1u << 0, /* sync I/O (reads, fsync, O_SYNC/O_DSYNC/O_DIRECT writes) */
 	SCHED_RQ_META = 1u << 1, /* CFQ's "prio/metadata" hint: preferred within a queue */
 	SCHED_RQ_NOIDLE = 1u << 2, /* no-idle hint: do not idle on the queue after this one */
+	/* an async request that its caller waits for (a write through FUSE without writeback
+	 * caching), not background writeback: see CFQ's departures in the README */
+	SCHED_RQ_CALLER = 1u << 3,
 };
 
 /* The root group always exists; its weight is 1000 as in CFQ ("prefer root"). */

@@ -231,6 +231,8 @@ enum {
 	CFQQ_F_DEEP = 1u << 4,	       /* has had >= 4 requests queued */
 	CFQQ_F_WAIT_BUSY = 1u << 5,    /* slice extended waiting for the group's next request */
 	CFQQ_F_SLICE_NEW = 1u << 6,    /* active, no completion yet: slice not started */
+	CFQQ_F_CALLER = 1u << 7,       /* async, active: a request with SCHED_RQ_CALLER was
+					  dispatched in this slice (someone waits on it) */
 };
 
 /* More than 4 of the last 32 requests were seeks. */

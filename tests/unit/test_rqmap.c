@@ -19,22 +19,27 @@
 
 Test(rqmap, flags_follow_the_kernels_elevator_view)
 {
-	cr_assert_eq(pt_rq_flags(SCHED_OP_READ, O_RDONLY, false), SCHED_RQ_SYNC);
-	cr_assert_eq(pt_rq_flags(SCHED_OP_READ, O_RDONLY | O_DIRECT, false), SCHED_RQ_SYNC);
-	cr_assert_eq(pt_rq_flags(SCHED_OP_FSYNC, 0, false), SCHED_RQ_SYNC | SCHED_RQ_NOIDLE);
-	cr_assert_eq(pt_rq_flags(SCHED_OP_FDATASYNC, O_RDWR, false),
+	cr_assert_eq(pt_rq_flags(SCHED_OP_READ, O_RDONLY, false, false), SCHED_RQ_SYNC);
+	cr_assert_eq(pt_rq_flags(SCHED_OP_READ, O_RDONLY | O_DIRECT, false, false), SCHED_RQ_SYNC);
+	cr_assert_eq(pt_rq_flags(SCHED_OP_FSYNC, 0, false, false), SCHED_RQ_SYNC | SCHED_RQ_NOIDLE);
+	cr_assert_eq(pt_rq_flags(SCHED_OP_FDATASYNC, O_RDWR, false, false),
 		     SCHED_RQ_SYNC | SCHED_RQ_NOIDLE);
-	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY, false), 0, "buffered: async");
-	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DSYNC, false),
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY, false, false), SCHED_RQ_CALLER,
+		     "buffered: async, its caller waits");
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY, false, true),
+		     SCHED_RQ_SYNC | SCHED_RQ_NOIDLE, "a journal's write: what fsync writes back");
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DIRECT, false, true), SCHED_RQ_SYNC,
+		     "O_DIRECT wins over the journal rule too");
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DSYNC, false, false),
 		     SCHED_RQ_SYNC | SCHED_RQ_NOIDLE);
-	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_SYNC, false),
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_SYNC, false, false),
 		     SCHED_RQ_SYNC | SCHED_RQ_NOIDLE);
-	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DIRECT, false), SCHED_RQ_SYNC,
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DIRECT, false, false), SCHED_RQ_SYNC,
 		     "O_DIRECT carries REQ_IDLE");
-	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DIRECT | O_DSYNC, false),
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_DIRECT | O_DSYNC, false, false),
 		     SCHED_RQ_SYNC, "O_DIRECT wins over O_DSYNC, as dio_bio_write_op does");
-	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_SYNC, true), 0,
-		     "the kernel's writeback of cached pages is async");
+	cr_assert_eq(pt_rq_flags(SCHED_OP_WRITE, O_WRONLY | O_SYNC, true, true), 0,
+		     "the kernel's writeback of cached pages is async, and nobody waits on it");
 }
 
 static void check(const struct sched *sd)
@@ -53,7 +58,7 @@ static void mk(struct sched_rq *rq, uint64_t key, uint8_t op, int file_flags, ui
 	rq->ioclass = SCHED_CLASS_BE;
 	rq->level = SCHED_LEVEL_NORM;
 	rq->op = op;
-	rq->flags = pt_rq_flags(op, file_flags, false);
+	rq->flags = pt_rq_flags(op, file_flags, false, false);
 	rq->file = file;
 	rq->offset = off;
 	rq->len = len;

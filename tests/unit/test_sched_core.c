@@ -1070,3 +1070,63 @@ Test(sched_core, queue_hint_respects_groups_and_group_removal)
 	done(sd, &c, 61 * MS);
 	sched_destroy(sd);
 }
+
+/*
+ * Group A's async queue serves a write its caller waits for (SCHED_RQ_CALLER) when a read of
+ * group B arrives. When the write completes, A's group idles for its caller's next request
+ * (group_idle) and B's read waits; after plain async writeback (no caller) B's read goes at
+ * once. And B's read never preempts the waited-for write's queue (trace: no preempt record).
+ */
+static bool preempted(const struct sched *sd)
+{
+	struct sched_trace_rec rec[64];
+	uint64_t pos = 0;
+	size_t n = sched_trace_read(sd, &pos, rec, 64);
+
+	for (size_t i = 0; i < n; i++)
+		if (rec[i].event == SCHED_TR_PREEMPT)
+			return true;
+	return false;
+}
+
+static void caller_write_then_other_groups_read(uint8_t wflags, bool caller)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	struct sched_rq w, r, *d;
+	uint32_t ga, gb;
+	sched_ns now = 1000 * MS;
+
+	cr_assert_not_null(sd);
+	cr_assert_eq(sched_trace_resize(sd, 64), 0);
+	cr_assert_eq(sched_group_create(sd, SCHED_ROOT_GROUP, 800, 800, &ga), 0);
+	cr_assert_eq(sched_group_create(sd, SCHED_ROOT_GROUP, 100, 100, &gb), 0);
+	mk(&w, 1, ga, SCHED_CLASS_BE, SCHED_OP_WRITE, wflags, 7, 0, 8 * KIB);
+	enq(sd, &w, now);
+	cr_assert_eq(disp(sd, now), &w);
+	now += MS / 10;
+	mk(&r, 2, gb, SCHED_CLASS_BE, SCHED_OP_READ, SCHED_RQ_SYNC, 9, 0, 1024 * KIB);
+	enq(sd, &r, now);
+	cr_assert_eq(preempted(sd), !caller, "a sync read preempts async writeback only");
+	cr_assert_null(disp(sd, now), "the read waits for the write in flight either way");
+	now += 3 * MS;
+	done(sd, &w, now);
+	d = disp(sd, now);
+	if (caller) {
+		cr_assert_null(d, "group idle for the writer's next request");
+		cr_assert_eq(sched_next_event(sd), now + 8 * MS, "group_idle armed");
+	} else {
+		cr_assert_eq(d, &r, "no idling after writeback: the read goes at once");
+		done(sd, d, now + MS);
+	}
+	drain_and_destroy(sd, now + MS);
+}
+
+Test(sched_core, caller_write_keeps_its_group_turn_against_another_groups_read)
+{
+	caller_write_then_other_groups_read(SCHED_RQ_CALLER, true);
+}
+
+Test(sched_core, writeback_without_a_caller_yields_to_another_groups_read)
+{
+	caller_write_then_other_groups_read(0, false);
+}
