@@ -45,6 +45,7 @@ enum kind {
 	K_GROUP_IOSTAT, /* arg: scheduler group id */
 	K_GROUP_PROCS,	/* arg: scheduler group id */
 	K_TRACE,
+	K_DEVICE,
 	K_MAX
 };
 
@@ -88,7 +89,7 @@ struct child {
 static const struct child root_children[] = {
 	{ "scheduler", K_SCHEDULER }, { "iosched", K_IOSCHED_DIR }, { "io.stat", K_IOSTAT },
 	{ "queues", K_QUEUES },	      { "metrics", K_METRICS },	    { "stat.json", K_JSON },
-	{ "groups", K_GROUPS_DIR },   { "trace", K_TRACE },
+	{ "groups", K_GROUPS_DIR },   { "trace", K_TRACE },	    { "device", K_DEVICE },
 };
 static const struct child group_children[] = {
 	{ "weight", K_GROUP_WEIGHT },
@@ -108,6 +109,7 @@ struct ctl {
 	uid_t owner;		     /* may write besides root */
 	gid_t owner_gid;	     /* st_gid of control inodes */
 	bool private_read;	     /* only the owner (and root) may read */
+	char *device_info;	     /* content of `device`, newline-terminated */
 	struct timespec mtime;	     /* st_mtime/ctime/atime of every control inode [wall clock] */
 	const char *tun_names[MAX_TUN_NAMES]; /* point into the scheduler's static tables */
 	unsigned nr_tun_names;		      /* [count] */
@@ -120,8 +122,9 @@ struct ctl *ctl_create(const struct ctl_options *opts)
 	if (!c)
 		return NULL;
 	c->name = strdup(opts->name);
-	if (!c->name) {
-		free(c);
+	c->device_info = strdup(opts->device_info ? opts->device_info : "unknown\n");
+	if (!c->name || !c->device_info) {
+		ctl_destroy(c);
 		return NULL;
 	}
 	c->ex = opts->ex;
@@ -151,6 +154,7 @@ void ctl_destroy(struct ctl *c)
 	if (!c)
 		return;
 	free(c->name);
+	free(c->device_info);
 	free(c);
 }
 
@@ -1041,6 +1045,10 @@ static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 	struct snap s;
 	int rc;
 
+	if (k == K_DEVICE) { /* fixed at mount: no scheduler state to copy */
+		sb_puts(b, c->device_info);
+		return b->oom ? -ENOMEM : 0;
+	}
 	rc = snap_take(c, &s, snap_flags(k));
 	if (rc)
 		return rc;

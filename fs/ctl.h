@@ -11,6 +11,8 @@
  *     stat.json                 everything above as one JSON document
  *     trace                     the scheduler's decision trace (sched_trace_*), one record per
  *                               line; write a ring size (0 = off, the default) to start it (rw)
+ *     device                    SOURCE's device: reported rotational flag, the mount-time
+ *                               probe's measurement, and the rotational verdict with its reason
  *     groups/<dir>/weight       the group's weight, 10..1000 (rw)
  *     groups/<dir>/io.stat      the group's io.stat line
  *     groups/<dir>/procs        processes classified into the group in the last CTL_PROCS_WINDOW
@@ -74,6 +76,8 @@ struct ctl_options {
 	uid_t owner;		     /* may write besides root: the daemon's uid */
 	gid_t owner_gid;	     /* st_gid of every control inode */
 	bool private_read;	     /* only root and the owner may read (modes 0600/0700) */
+	const char *device_info;     /* content of `device`, fixed for the mount (copied);
+					NULL: the file says "unknown" */
 };
 
 /* Returns NULL on allocation failure. */

@@ -57,8 +57,11 @@ static const char usage_text[] =
 	"  scheduler=NAME        cfq (default), deadline or noop\n"
 	"  depth=N               worker threads = requests in flight on SOURCE (default 8)\n"
 	"  rotational=auto|true|false\n"
-	"                        does SOURCE spin (default auto: from its block device);\n"
-	"                        on non-rotational SOURCE cfq defaults to slice_idle=0 (IOPS mode)\n"
+	"                        do seeks on SOURCE cost time (default auto: timed at mount,\n"
+	"                        random against sequential direct reads of SOURCE's largest file,\n"
+	"                        well under a second; the block device's flag when that cannot\n"
+	"                        be done, see .cfqfs/device); on non-rotational SOURCE cfq\n"
+	"                        defaults to slice_idle=0 (IOPS mode)\n"
 	"  TUNABLE=VALUE         any scheduler tunable, in sysfs units: slice_idle=0,\n"
 	"                        group_idle=8, quantum=8, target_latency=300, low_latency=1, ...\n"
 	"  queue_limit=N         requests one group may have waiting or in flight (default\n"
@@ -390,30 +393,33 @@ static int check_paths(const struct cmdline *cl, char *src, char *mnt)
 	return 0;
 }
 
-static bool decide_rotational(const struct cfqfs_config *cfg, const char *src, char *why,
-			      size_t whylen)
+/*
+ * Whether SOURCE is taken as rotational, and why, into *r: rotational= forces it, an emulated
+ * device's model decides, else the device probe measures SOURCE (probe.h). Cannot fail.
+ */
+static void decide_rotational(const struct cfqfs_config *cfg, const char *src,
+			      struct probe_report *r)
 {
-	char dev[128] = "";
-	int r;
+	struct probe_override ov, *given = NULL;
+	char emulated[64];
 
 	if (cfg->rotational >= 0) {
-		snprintf(why, whylen, "set in configuration");
-		return cfg->rotational;
+		ov = (struct probe_override){
+			.rotational = cfg->rotational,
+			.skip = "rotational forced by option or configuration",
+			.why = "set by rotational= (option or configuration file)",
+		};
+		given = &ov;
+	} else if (cfg->device_enabled) {
+		snprintf(emulated, sizeof(emulated), "emulated %s", dev_kind_name(cfg->device.kind));
+		ov = (struct probe_override){
+			.rotational = cfg->device.kind == DEV_HDD,
+			.skip = "emulated device on: its model decides",
+			.why = emulated,
+		};
+		given = &ov;
 	}
-	if (cfg->device_enabled) {
-		snprintf(why, whylen, "emulated %s", dev_kind_name(cfg->device.kind));
-		return cfg->device.kind == DEV_HDD;
-	}
-	r = probe_rotational(src, dev, sizeof(dev));
-	if (r >= 0) {
-		snprintf(why, whylen, "detected from block device %s", dev);
-		return r;
-	}
-	/* No block device (tmpfs, overlay, network): its "disk" is memory or a server; CFQ's
-	 * classic behaviour (idling) is what users of a scheduler expect to see, so assume
-	 * rotational and say so. */
-	snprintf(why, whylen, "no block device under SOURCE (%s), assumed", strerror(-r));
-	return true;
+	probe_device(src, given, r);
 }
 
 /*
@@ -710,7 +716,7 @@ int main(int argc, char **argv)
 	struct classifier *cls = NULL;
 	struct pt_fs *fs = NULL;
 	struct fuse_session *se = NULL;
-	char src[PATH_MAX], mnt[PATH_MAX], desc[1024], why[256];
+	char src[PATH_MAX], mnt[PATH_MAX], desc[1024], device_info[1024];
 	int status = 1, err;
 
 	if (cli_is_command(argc, argv)) /* cfqfs stat|set MOUNTPOINT ... (cli.h) */
@@ -733,12 +739,14 @@ int main(int argc, char **argv)
 	status = 1;
 	log_setup(cl.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO, false);
 
-	bool rotational = decide_rotational(&cfg, src, why, sizeof(why));
+	struct probe_report probe;
+	decide_rotational(&cfg, src, &probe);
+	probe_format(&probe, device_info, sizeof(device_info));
 	struct exec_options eopts = {
 		.depth = cfg.depth,
 		.limits = exec_limits_of(&cfg),
 		.policy = cfg.policy,
-		.rotational = rotational,
+		.rotational = probe.rotational,
 		.device = cfg.device_enabled ? &cfg.device : NULL,
 		/* with a thread to spare when `depth` requests hang on SOURCE (executor.h) */
 		.inline_io = !cl.single_thread && cl.max_threads > cfg.depth,
@@ -778,6 +786,7 @@ int main(int argc, char **argv)
 		.posix_lock = true,
 		.ctl_dir = cfg.ctl_dir,
 		.ctl_private = cfg.ctl_private,
+		.device_info = device_info,
 		.splice = cfg.splice,
 		.open_limit = cfg.open_limit,
 		.max_background = cfg.max_background,
@@ -834,7 +843,7 @@ int main(int argc, char **argv)
 		LOG_WARN("cannot start the SIGHUP reload thread: reload disabled");
 	cfg_describe(&cfg, desc, sizeof(desc));
 	LOG_INFO("mounted %s on %s: %s; rotational=%s (%s)", src, mnt, desc,
-		 rotational ? "yes" : "no", why);
+		 probe.rotational ? "yes" : "no", probe.why);
 	log_sched_info(ex, cfg.depth, cfg.ctl_dir);
 
 	if (cl.single_thread) {

@@ -118,6 +118,7 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 		goto out;
 	}
 	fs->opts = *opts;
+	fs->opts.device_info = NULL; /* the caller's; only the ctl's copy outlives pt_create */
 	fs->opts.source = strdup(opts->source);
 	fs->opts.ctl_dir = strdup(opts->ctl_dir ? opts->ctl_dir : "");
 	if (!fs->opts.source || !fs->opts.ctl_dir) {
@@ -159,6 +160,7 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 			.owner = getuid(),
 			.owner_gid = getgid(),
 			.private_read = opts->ctl_private,
+			.device_info = opts->device_info,
 		};
 		struct stat st;
 

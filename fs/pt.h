@@ -29,6 +29,8 @@ struct pt_options {
 	bool posix_lock;	   /* POSIX locks through to SOURCE (OFD locks) */
 	const char *ctl_dir;	   /* control directory name at the root, "" = none */
 	bool ctl_private;	   /* only root and the mounting user may read it */
+	const char *device_info;   /* text of the control directory's `device` file (NULL:
+				      none); read by pt_create only (the ctl keeps a copy) */
 	bool splice;		   /* let libfuse move request data through pipes (splice) */
 	unsigned open_limit;	   /* [handles] open files per scheduler group; 0 = a quarter of
 				      the daemon's descriptor limit */

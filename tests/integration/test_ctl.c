@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -684,7 +685,8 @@ Test(ctl, layout_lists_every_file)
 	list_dir(mnt_path(&M, ""), buf, sizeof(buf));
 	cr_assert(strstr(buf, ".cfqfs") != NULL, "root listing lacks .cfqfs: %s", buf);
 	list_dir(ctl(""), buf, sizeof(buf));
-	cr_assert_str_eq(buf, "groups io.stat iosched metrics queues scheduler stat.json trace");
+	cr_assert_str_eq(buf,
+			 "device groups io.stat iosched metrics queues scheduler stat.json trace");
 	list_dir(ctl("iosched"), buf, sizeof(buf));
 	expected_tunables(SCHED_POLICY_CFQ, want, sizeof(want));
 	cr_assert_str_eq(buf, want);
@@ -699,6 +701,8 @@ Test(ctl, layout_lists_every_file)
 	MNT_EXPECT_OK(stat(ctl("scheduler"), &st));
 	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644);
 	MNT_EXPECT_OK(stat(ctl("io.stat"), &st));
+	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0444);
+	MNT_EXPECT_OK(stat(ctl("device"), &st));
 	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0444);
 	MNT_EXPECT_OK(stat(ctl("trace"), &st));
 	cr_assert(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644);
@@ -720,7 +724,8 @@ Test(ctl, every_file_is_newline_terminated_text)
 {
 	static const char *const files[] = { "scheduler",	  "io.stat",	    "queues",
 					     "metrics",		  "stat.json",	    "iosched/quantum",
-					     "groups/%2F/weight", "groups/%2F/io.stat", "trace" };
+					     "groups/%2F/weight", "groups/%2F/io.stat", "trace",
+					     "device" };
 
 	cr_assert_eq(mnt_put(mnt_path(&M, "f"), "x", 1, 0644), 0);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -1146,6 +1151,7 @@ Test(ctl, tree_changes_are_refused)
 	/* read-only files refuse writers even for root */
 	MNT_EXPECT_ERRNO(open(ctl("io.stat"), O_WRONLY), EACCES);
 	MNT_EXPECT_ERRNO(open(ctl("metrics"), O_RDWR), EACCES);
+	MNT_EXPECT_ERRNO(open(ctl("device"), O_WRONLY), EACCES);
 	MNT_EXPECT_ERRNO(open(ctl("iosched"), O_WRONLY), EISDIR);
 	/* truncation (shell '>') is accepted and changes nothing */
 	MNT_EXPECT_OK(truncate(ctl("scheduler"), 0));
@@ -1617,5 +1623,137 @@ Test(ctl_name, of_two_rule_weights_for_one_group_the_earlier_rule_wins)
 		w = weight_after_read_as(data, "cfqfs-w900", weight);
 		cr_assert_eq(w, 100, "round %d, after the second rule's caller: %d", round, w);
 	}
+	mnt_cr_finish(&m2);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* .cfqfs/device: the mount-time device probe                                                */
+
+TestSuite(ctl_device, .timeout = 60);
+
+/* The value of line `key=` in text (up to the newline) into buf; fails the test without it. */
+static void device_line(const char *text, const char *key, char *buf, size_t size)
+{
+	char want[64];
+	const char *l;
+
+	snprintf(want, sizeof(want), "\n%s=", key);
+	if (!strncmp(text, want + 1, strlen(want + 1)))
+		l = text + strlen(want + 1);
+	else if ((l = strstr(text, want)))
+		l += strlen(want);
+	else
+		cr_assert_fail("no %s= line in .cfqfs/device:\n%s", key, text);
+	snprintf(buf, size, "%.*s", (int)strcspn(l, "\n"), l);
+}
+
+/* Mounts m (SOURCE as prepared) with args; returns .cfqfs/device, checked for its four lines
+ * (caller frees), its rotational= value in *rotational and its why= in why. */
+static char *mount_and_read_device(struct mnt *m, const char *const *args, int *rotational,
+				   char *why, size_t whylen)
+{
+	char val[512];
+	char *s;
+
+	mnt_cr_start(m, args);
+	s = slurp(mnt_path(m, ".cfqfs/device"));
+	cr_assert(s[0] && s[strlen(s) - 1] == '\n', "%s", s);
+	cr_assert(!strncmp(s, "reported_rotational=", 20), "%s", s);
+	device_line(s, "probe", val, sizeof(val));
+	device_line(s, "rotational", val, sizeof(val));
+	cr_assert(!strcmp(val, "0") || !strcmp(val, "1"), "rotational=%s", val);
+	*rotational = val[0] - '0';
+	device_line(s, "why", why, whylen);
+	cr_assert(why[0], "empty why=");
+	/* the start-up log line carries the same reason */
+	cr_assert_geq(mnt_log_count(m, why), 1, "log lacks \"%s\"", why);
+	return s;
+}
+
+/* cr_skip()s without FUSE, else prepares m (SOURCE empty). */
+static void device_prepare(struct mnt *m)
+{
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_prepare(m), 0);
+}
+
+/* Puts 4 MiB of data (no holes) into SOURCE/data, on disk before the mount reads it. */
+static void device_put_data(struct mnt *m)
+{
+	char *data = malloc(4u << 20);
+
+	cr_assert_not_null(data);
+	for (size_t i = 0; i < 4u << 20; i++)
+		data[i] = (char)(i * 131 + 17);
+	cr_assert_eq(mnt_put(src_path(m, "data"), data, 4u << 20, 0644), 0);
+	free(data);
+	sync();
+}
+
+Test(ctl_device, an_empty_source_is_not_probed_and_the_file_is_read_only)
+{
+	static struct mnt m2;
+	char why[512], val[512];
+	struct stat st;
+	int rot;
+
+	device_prepare(&m2);
+	char *s = mount_and_read_device(&m2, NULL, &rot, why, sizeof(why));
+	device_line(s, "probe", val, sizeof(val));
+	cr_assert(!strncmp(val, "skipped: SOURCE empty", 21), "probe=%s", val);
+	cr_assert(strstr(why, "probe skipped: SOURCE empty"), "%s", why);
+	free(s);
+	MNT_EXPECT_ERRNO(open(mnt_path(&m2, ".cfqfs/device"), O_WRONLY), EACCES);
+	MNT_EXPECT_ERRNO(open(mnt_path(&m2, ".cfqfs/device"), O_RDWR | O_TRUNC), EACCES);
+	MNT_EXPECT_ERRNO(truncate(mnt_path(&m2, ".cfqfs/device"), 0), EACCES);
+	MNT_EXPECT_ERRNO(unlink(mnt_path(&m2, ".cfqfs/device")), EPERM);
+	MNT_EXPECT_OK(stat(mnt_path(&m2, ".cfqfs/device"), &st));
+	cr_assert_eq(st.st_mode & 07777, 0444);
+	mnt_cr_finish(&m2);
+}
+
+Test(ctl_device, a_forced_rotational_is_not_probed)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "rotational=true", NULL };
+	char why[512], val[512];
+	int rot;
+
+	device_prepare(&m2);
+	device_put_data(&m2); /* a file the probe would read, were it not forced */
+	char *s = mount_and_read_device(&m2, args, &rot, why, sizeof(why));
+	device_line(s, "probe", val, sizeof(val));
+	cr_assert(strstr(val, "skipped: rotational forced"), "probe=%s", val);
+	cr_assert_eq(rot, 1);
+	cr_assert(strstr(why, "set by rotational="), "%s", why);
+	free(s);
+	mnt_cr_finish(&m2);
+}
+
+Test(ctl_device, a_source_with_a_file_on_a_disk_is_measured)
+{
+	static struct mnt m2;
+	char why[512], val[512];
+	struct statfs fs;
+	int rot;
+
+	device_prepare(&m2);
+	cr_assert_eq(statfs(m2.src, &fs), 0);
+	if (fs.f_type == 0x01021994 /* TMPFS_MAGIC */) {
+		mnt_teardown(&m2);
+		cr_skip("the test's SOURCE is on tmpfs: nothing to measure");
+	}
+	device_put_data(&m2);
+	char *s = mount_and_read_device(&m2, NULL, &rot, why, sizeof(why));
+	device_line(s, "probe", val, sizeof(val));
+	/* done, or refused on a disk too slow for the budget; which way it decides is the host's */
+	cr_assert(!strncmp(val, "done file_size=4194304 ", 23) ||
+			  !strncmp(val, "refused file_size=4194304 ", 26),
+		  "probe=%s", val);
+	if (val[0] == 'd')
+		cr_assert(!strncmp(why, "measured: ", 10), "%s", why);
+	cr_log_info(".cfqfs/device here:\n%s", s);
+	free(s);
 	mnt_cr_finish(&m2);
 }
