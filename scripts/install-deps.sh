@@ -10,9 +10,11 @@ what=${1:-test}
 build_pkgs="cmake make gcc pkg-config libfuse3-dev fuse3 libconfig-dev"
 # it_bench (tests/integration/test_bench.c) runs bench/all --quick, so the test set holds the
 # experiment scripts' tools too, and it_stressng runs stress-ng's filesystem stressors; bench
-# adds what only the hand-run benchmarks use.
+# adds what only the hand-run benchmarks use: valgrind (bench/instr) and PostgreSQL 15
+# (bench/pgbench; Debian 12's postgresql pulls in postgresql-15, which holds initdb, pg_ctl,
+# postgres and pgbench in /usr/lib/postgresql/15/bin; postgresql-contrib is not needed).
 test_pkgs="libcriterion-dev util-linux procps attr fio fsmark gnuplot-nox jq perl stress-ng"
-bench_pkgs="valgrind"
+bench_pkgs="valgrind postgresql"
 fuzz_pkgs="clang libclang-rt-14-dev"
 
 case "$what" in
