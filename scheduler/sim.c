@@ -37,6 +37,15 @@ struct sim_event {
 
 enum req_state { RQ_FREE = 0, RQ_QUEUED = 1, RQ_DISPATCHED = 2 };
 
+/* Where a committer (SIM_COMMITTER) is in its transaction. */
+enum commit_phase {
+	CM_READS = 0,	/* reading heap pages (or between transactions) */
+	CM_WAITING = 1, /* on the commit lock's FIFO */
+	CM_HANDED = 2,	/* owns the lock, runs after the hand-off delay */
+	CM_WAL = 3,	/* owns the lock, its WAL write is outstanding */
+	CM_SYNC = 4,	/* owns the lock, its WAL fdatasync is outstanding */
+};
+
 /* One simulated request. Invariant: state == RQ_FREE <=> not known to the scheduler. */
 struct sim_req {
 	struct sched_rq rq;	/* handed to the scheduler; container_of back */
@@ -67,6 +76,8 @@ struct sim_proc {
 	bool in_unit;		    /* interactive/fsync: a burst/file is in progress */
 	bool fsync_sent;	    /* fsync writer: the file's fsync is outstanding */
 	bool wake_pending;	    /* an EV_WAKE is in the heap */
+	uint8_t commit;		    /* committer: enum commit_phase */
+	struct sim_proc *lock_next; /* committer: next waiter on the commit lock's FIFO */
 	sched_ns unit_start;	    /* [ns] when the current burst/file began */
 	uint64_t files;		    /* [count] files started (fsync writer) */
 	struct sim_proc_stats st;   /* results */
@@ -79,7 +90,9 @@ struct sim_group_slot {
 
 /*
  * Invariants: dev_inflight <= issue_depth; every EV_DONE in the heap holds a chain head in state
- * RQ_DISPATCHED; now never decreases.
+ * RQ_DISPATCHED; now never decreases. Commit lock: lock_first == NULL <=> lock_last == NULL;
+ * the waiters (lock_first .. lock_last through lock_next) are in CM_WAITING, lock_owner (if
+ * any) in CM_HANDED, CM_WAL or CM_SYNC; a waiter implies an owner.
  */
 struct sim {
 	struct sim_config cfg;	    /* copy */
@@ -101,6 +114,10 @@ struct sim {
 	uint64_t outstanding;	    /* [count] requests enqueued, not completed (all procs) */
 	double q_area;		    /* [request*ns] integral of outstanding over time */
 	uint64_t last_key;	    /* queue_key of the previous dispatch */
+	struct sim_proc *lock_owner; /* committer holding the commit lock, or NULL */
+	struct sim_proc *lock_first; /* oldest waiter for it, or NULL */
+	struct sim_proc *lock_last;  /* newest waiter, or NULL */
+	uint64_t wal_off;	    /* [bytes] end of the WAL: the next commit's write offset */
 	bool have_last_key;	    /* a dispatch happened */
 	struct sim_totals tot;	    /* running totals (derived fields filled on read) */
 	sched_ns busy;		    /* [ns] device busy time, summed over heads */
@@ -344,6 +361,11 @@ void sim_proc_default(enum sim_kind kind, struct sim_proc_spec *spec)
 		spec->burst = 8;
 		spec->think = 100 * SCHED_NS_PER_MS;
 		break;
+	case SIM_COMMITTER:
+		spec->req_size = 8 * KIB;
+		spec->burst = 4;
+		spec->handoff = 300 * SCHED_NS_PER_US;
+		break;
 	}
 }
 
@@ -414,7 +436,7 @@ int sim_add_group(struct sim *s, uint32_t parent, uint32_t weight, uint32_t leaf
 
 static int spec_validate(const struct sim_proc_spec *sp)
 {
-	if ((unsigned)sp->kind > SIM_INTERACTIVE)
+	if ((unsigned)sp->kind > SIM_COMMITTER)
 		return -EINVAL;
 	if (sp->ioclass < SCHED_CLASS_RT || sp->ioclass > SCHED_CLASS_IDLE ||
 	    sp->level >= SCHED_LEVELS)
@@ -618,7 +640,7 @@ static int schedule_wake(struct sim *s, struct sim_proc *p, sched_ns t)
 	return 0;
 }
 
-/* Starts a burst (interactive) or a file (fsync writer). */
+/* Starts a burst (interactive), a file (fsync writer) or a transaction (committer). */
 static void unit_begin(struct sim_proc *p, sched_ns now)
 {
 	p->in_unit = true;
@@ -627,6 +649,8 @@ static void unit_begin(struct sim_proc *p, sched_ns now)
 	p->unit_start = now;
 	if (p->spec.kind == SIM_INTERACTIVE) {
 		p->next_off = rand_offset(p, (uint64_t)p->spec.burst * p->spec.req_size);
+	} else if (p->spec.kind == SIM_COMMITTER) {
+		p->commit = CM_READS;
 	} else {
 		/* a new file per unit; the high half keeps ids distinct from other procs' files */
 		p->cur_file = p->spec.file + (p->files << 32);
@@ -635,14 +659,74 @@ static void unit_begin(struct sim_proc *p, sched_ns now)
 	}
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* The commit lock (SIM_COMMITTER) */
+
+/* p owns the lock: it appends its commit record to the WAL. */
+static int commit_write(struct sim *s, struct sim_proc *p)
+{
+	uint64_t off = s->wal_off;
+
+	s->wal_off += p->spec.req_size;
+	p->commit = CM_WAL;
+	return proc_issue(s, p, SCHED_OP_WRITE, false, SIM_WAL_FILE, off, p->spec.req_size);
+}
+
+/* p has read its pages: it takes the lock and writes, or waits at the end of the FIFO. */
+static int lock_acquire(struct sim *s, struct sim_proc *p)
+{
+	if (s->lock_owner == NULL) {
+		s->lock_owner = p;
+		return commit_write(s, p);
+	}
+	p->commit = CM_WAITING;
+	p->lock_next = NULL;
+	if (s->lock_last != NULL)
+		s->lock_last->lock_next = p;
+	else
+		s->lock_first = p;
+	s->lock_last = p;
+	return 0;
+}
+
+/* The owner p lets go: the oldest waiter owns the lock from now on and runs its own handoff
+ * later (as a woken process is scheduled), so nobody takes the lock in between. */
+static int lock_release(struct sim *s, struct sim_proc *p)
+{
+	struct sim_proc *w = s->lock_first;
+
+	if (s->lock_owner != p)
+		return fail(s, -EFAULT, "proc %u releases a commit lock it does not hold", p->idx);
+	p->commit = CM_READS;
+	s->lock_owner = w;
+	if (w == NULL)
+		return 0;
+	s->lock_first = w->lock_next;
+	if (s->lock_first == NULL)
+		s->lock_last = NULL;
+	w->lock_next = NULL;
+	w->commit = CM_HANDED;
+	if (w->wake_pending) /* a waiter issues nothing and waits for nothing else */
+		return fail(s, -EFAULT, "proc %u: waiting for the commit lock with a wake-up set",
+			    w->idx);
+	return schedule_wake(s, w, s->now + w->spec.handoff);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 /* Issues whatever the process may issue now. */
 static int proc_fill(struct sim *s, struct sim_proc *p)
 {
 	const struct sim_proc_spec *sp = &p->spec;
 	int ret = 0;
 
-	if (proc_stopped(p, s->now))
+	if (proc_stopped(p, s->now)) {
+		/* a stopped committer passes on the lock handed to it, or the others would wait
+		 * for ever */
+		if (sp->kind == SIM_COMMITTER && p->commit == CM_HANDED)
+			return lock_release(s, p);
 		return 0;
+	}
 	switch (sp->kind) {
 	case SIM_SEQ_READER:
 		while (ret == 0 && p->outstanding < sp->depth)
@@ -683,8 +767,31 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 			ret = proc_issue(s, p, SCHED_OP_FSYNC, true, p->cur_file, 0, 0);
 		}
 		break;
+	case SIM_COMMITTER:
+		if (p->commit == CM_HANDED)
+			return commit_write(s, p);
+		if (p->commit != CM_READS)
+			break; /* waiting for the lock or for its WAL I/O */
+		if (!p->in_unit)
+			unit_begin(p, s->now);
+		while (ret == 0 && p->unit_left > 0 && p->outstanding < sp->depth) {
+			p->unit_left--;
+			ret = proc_issue(s, p, SCHED_OP_READ, true, sp->file,
+					 rand_offset(p, sp->req_size), sp->req_size);
+		}
+		if (ret == 0 && p->unit_left == 0 && p->outstanding == 0)
+			ret = lock_acquire(s, p);
+		break;
 	}
 	return ret;
+}
+
+/* p issues again after its think pause, or at once without one. */
+static int think_then_fill(struct sim *s, struct sim_proc *p)
+{
+	if (p->spec.think != 0)
+		return schedule_wake(s, p, s->now + p->spec.think);
+	return proc_fill(s, p);
 }
 
 static void group_account(struct sim *s, const struct sim_proc *p, uint64_t bytes, sched_ns lat,
@@ -705,6 +812,7 @@ static int proc_complete(struct sim *s, struct sim_req *r, sched_ns dev_time)
 	const struct sim_proc_spec *sp = &p->spec;
 	sched_ns lat = s->now - r->rq.enqueue_time;
 	uint64_t bytes = r->rq.len;
+	int ret;
 
 	r->state = RQ_FREE;
 	p->outstanding--;
@@ -722,9 +830,7 @@ static int proc_complete(struct sim *s, struct sim_req *r, sched_ns dev_time)
 	case SIM_SEQ_READER:
 	case SIM_RAND_READER:
 	case SIM_BUF_WRITER:
-		if (sp->think != 0)
-			return schedule_wake(s, p, s->now + sp->think);
-		return proc_fill(s, p);
+		return think_then_fill(s, p);
 	case SIM_INTERACTIVE:
 		if (p->unit_left > 0)
 			return proc_fill(s, p);
@@ -735,14 +841,26 @@ static int proc_complete(struct sim *s, struct sim_req *r, sched_ns dev_time)
 		if (!p->fsync_sent)
 			return proc_fill(s, p);
 		break;
+	case SIM_COMMITTER:
+		if (p->commit == CM_READS)
+			return proc_fill(s, p); /* the next read, or the lock */
+		if (p->commit == CM_WAL) {
+			/* stopped: the transaction is abandoned and the lock passed on */
+			if (proc_stopped(p, s->now))
+				return lock_release(s, p);
+			p->commit = CM_SYNC;
+			return proc_issue(s, p, SCHED_OP_FDATASYNC, true, SIM_WAL_FILE, 0, 0);
+		}
+		ret = lock_release(s, p); /* the WAL is durable: committed */
+		if (ret != 0)
+			return ret;
+		break;
 	}
-	/* the burst / file is complete */
+	/* the burst / file / transaction is complete */
 	sim_hist_add(&p->st.unit, s->now - p->unit_start);
 	p->st.units++;
 	p->in_unit = false;
-	if (sp->think != 0)
-		return schedule_wake(s, p, s->now + sp->think);
-	return proc_fill(s, p);
+	return think_then_fill(s, p);
 }
 
 /* ---------------------------------------------------------------------------------------- */

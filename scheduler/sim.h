@@ -98,7 +98,25 @@ enum sim_kind {
 	/* Interactive: a burst of `burst` sequential reads of req_size at a random offset of `file`
 	 * (depth in flight), then `think`, repeat. Records each burst's completion time. */
 	SIM_INTERACTIVE = 4,
+	/* pgbench-shaped database backend: per transaction, `burst` sync reads of req_size at
+	 * uniformly random req_size-aligned offsets of `file` (its heap pages; up to `depth`
+	 * in flight, default 1, back to back); then it takes the commit lock (PostgreSQL's
+	 * WALWriteLock: one per struct sim, shared by every committer of the sim whatever its
+	 * group; waiters queue FIFO), appends req_size bytes to the WAL (one file, SIM_WAL_FILE,
+	 * shared by every committer; an async write, as a buffered write reaches the daemon)
+	 * and, when that completes, fdatasyncs the WAL. When the fdatasync completes the lock
+	 * goes to the first waiter, which issues its WAL write `handoff` later (lock release ->
+	 * the woken waiter runs; nobody can take the lock in between), and the transaction is
+	 * counted (units; unit: first read -> fdatasync done); the next one starts `think`
+	 * later (0: at once; the client's round trip). A waiter is not thinking: it queues
+	 * nothing while it waits. A stopped committer issues nothing more: the lock handed to
+	 * it, or held by it when its WAL write completes, is passed on at once. */
+	SIM_COMMITTER = 5,
 };
+
+/* The WAL file id of the committers (SIM_COMMITTER): the top bytes spell "WAL", away from the
+ * ids sim_add_proc() assigns (1 + index) and the fsync writer's (file + n << 32). */
+#define SIM_WAL_FILE 0x57414c0000000000ull
 
 struct sim_proc_spec {
 	enum sim_kind kind;
@@ -110,8 +128,11 @@ struct sim_proc_spec {
 	uint64_t file_size;	/* [bytes] offsets wrap / are drawn within it */
 	uint64_t req_size;	/* [bytes] per request */
 	unsigned depth;		/* [count] requests in flight, >= 1 */
-	unsigned burst;		/* [count] interactive: reads per burst; fsync: writes per file */
-	sched_ns think;		/* [ns] pause after a completion (burst/file for those kinds) */
+	unsigned burst;		/* [count] interactive: reads per burst; fsync: writes per file;
+				   committer: reads per transaction (0 = commits only) */
+	sched_ns think;		/* [ns] pause after a completion (burst/file/transaction for
+				   those kinds) */
+	sched_ns handoff;	/* [ns] committer: commit lock released -> the next waiter runs */
 	sched_ns start;		/* [ns] first issue */
 	sched_ns stop;		/* [ns] no new issue from this time on; 0 = never */
 	bool sync_writes;	/* writers: flag writes SYNC (O_SYNC/O_DIRECT) */
@@ -130,9 +151,10 @@ struct sim_proc_spec {
 };
 #define SIM_MAX_STREAMS 8u
 
-/* Defaults for a kind: BE level 4 in the root group, 128 KiB sequential / 4 KiB otherwise,
- * depth 1 (buffered writer: 64), burst 8 (interactive) / 16 (fsync), think 0 (interactive:
- * 100 ms), file 1 GiB. Cannot fail. */
+/* Defaults for a kind: BE level 4 in the root group, 128 KiB sequential / 8 KiB committer /
+ * 4 KiB otherwise, depth 1 (buffered writer: 64), burst 8 (interactive) / 16 (fsync) / 4
+ * (committer), think 0 (interactive: 100 ms), handoff 300 us (committer), file 1 GiB. Cannot
+ * fail. */
 void sim_proc_default(enum sim_kind kind, struct sim_proc_spec *spec);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -145,8 +167,10 @@ struct sim_proc_stats {
 	struct sim_hist lat;	 /* [ns] enqueue -> complete, per request */
 	struct sim_hist wait;	 /* [ns] enqueue -> dispatch, per request */
 	struct sim_hist unit;	 /* [ns] interactive: burst start -> last completion;
-				    fsync writer: first write -> fsync done */
-	uint64_t units;		 /* interactive bursts / fsync-writer files completed */
+				    fsync writer: first write -> fsync done; committer:
+				    transaction start (first read) -> WAL fdatasync done */
+	uint64_t units;		 /* interactive bursts / fsync-writer files / committer
+				    transactions completed */
 	sched_ns dev_time;	 /* [ns] device busy time of its I/Os (start -> complete) */
 };
 

@@ -275,8 +275,9 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 						   (unsigned long long)off);
 				off += bs;
 			}
-			if (fsync(fd) != 0)
-				CHILD_FAIL(sl, "fsync %.120s", sp->path);
+			if ((sp->datasync ? fdatasync(fd) : fsync(fd)) != 0)
+				CHILD_FAIL(sl, "%s %.120s", sp->datasync ? "fdatasync" : "fsync",
+					   sp->path);
 			break;
 		case WL_AIO_READ: /* aio_loop() above */
 			break;

@@ -40,7 +40,8 @@ enum wl_kind {
 	WL_SEQ_READ = 0,    /* pread(bs) from `offset` on (leaving `skip` bytes out after each
 			       read), wrapping at EOF back to `offset` */
 	WL_RAND_READ = 1,   /* pread(bs) at uniformly random bs-aligned offsets (seeded) */
-	WL_WRITE_FSYNC = 2, /* pwrite(bs) until write_chunk bytes, then fsync; one record per cycle */
+	WL_WRITE_FSYNC = 2, /* pwrite(bs) until write_chunk bytes, then fsync (fdatasync with
+			       `datasync`); one record per cycle */
 	WL_AIO_READ = 3,    /* O_DIRECT sequential reads, `depth` in flight through the kernel's
 			       native AIO (io_submit), as fio's libaio engine; FUSE sends them as
 			       background requests */
@@ -53,6 +54,7 @@ struct wl_spec {
 	size_t bs;		/* [bytes] per read or write; 0: 128 KiB */
 	size_t write_chunk;	/* [bytes] WL_WRITE_FSYNC: written per fsync; 0: 1 MiB */
 	size_t wrap;		/* [bytes] WL_WRITE_FSYNC: offset wraps here; 0: 16 MiB */
+	bool datasync;		/* WL_WRITE_FSYNC: fdatasync() instead of fsync() */
 	const struct cgt *cg;	/* cgroup to join before opening; NULL: the parent's */
 	int ioclass;		/* WL_CLASS_*; KEEP: inherit */
 	int level;		/* 0..7 for RT and BE */
