@@ -72,6 +72,7 @@ struct sim_proc {
 						 of the current run ([0], with skip) */
 	unsigned cursor;	    /* streams > 1: the cursor that issues next */
 	uint64_t cur_file;	    /* file of the current unit (fsync writer) */
+	bool wal_synced;	    /* committer: has fdatasynced its WAL handle once */
 	unsigned unit_left;	    /* [count] requests of the current burst/file not yet issued */
 	bool in_unit;		    /* interactive/fsync: a burst/file is in progress */
 	bool fsync_sent;	    /* fsync writer: the file's fsync is outstanding */
@@ -545,7 +546,7 @@ static struct sim_req *proc_get_req(struct sim_proc *p)
 	return NULL;
 }
 
-static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, bool sync, uint64_t file,
+static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, uint8_t flags, uint64_t file,
 		      uint64_t offset, uint64_t len)
 {
 	struct sim_req *r = proc_get_req(p);
@@ -561,7 +562,7 @@ static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, bool sync, 
 	rq->ioclass = p->spec.ioclass;
 	rq->level = p->spec.level;
 	rq->op = op;
-	rq->flags = sync ? SCHED_RQ_SYNC : 0;
+	rq->flags = flags;
 	/* as the daemon sends them (fs/rqmap.h): an fsync is the kernel's REQ_SYNC writeback
 	 * without REQ_IDLE */
 	if (op == SCHED_OP_FSYNC || op == SCHED_OP_FDATASYNC)
@@ -669,7 +670,11 @@ static int commit_write(struct sim *s, struct sim_proc *p)
 
 	s->wal_off += p->spec.req_size;
 	p->commit = CM_WAL;
-	return proc_issue(s, p, SCHED_OP_WRITE, false, SIM_WAL_FILE, off, p->spec.req_size);
+	/* as the daemon flags a write-through write (fs/rqmap.h): its caller waits for it, and
+	 * once the handle has been fsynced it is a journal's write, sync no-idle */
+	return proc_issue(s, p, SCHED_OP_WRITE,
+			  p->wal_synced ? SCHED_RQ_SYNC | SCHED_RQ_NOIDLE : SCHED_RQ_CALLER,
+			  SIM_WAL_FILE, off, p->spec.req_size);
 }
 
 /* p has read its pages: it takes the lock and writes, or waits at the end of the FIFO. */
@@ -730,17 +735,17 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 	switch (sp->kind) {
 	case SIM_SEQ_READER:
 		while (ret == 0 && p->outstanding < sp->depth)
-			ret = proc_issue(s, p, SCHED_OP_READ, true, sp->file, seq_next(p),
+			ret = proc_issue(s, p, SCHED_OP_READ, SCHED_RQ_SYNC, sp->file, seq_next(p),
 					 sp->req_size);
 		break;
 	case SIM_RAND_READER:
 		while (ret == 0 && p->outstanding < sp->depth)
-			ret = proc_issue(s, p, SCHED_OP_READ, true, sp->file, rand_offset(p, sp->req_size),
+			ret = proc_issue(s, p, SCHED_OP_READ, SCHED_RQ_SYNC, sp->file, rand_offset(p, sp->req_size),
 					 sp->req_size);
 		break;
 	case SIM_BUF_WRITER:
 		while (ret == 0 && p->outstanding < sp->depth)
-			ret = proc_issue(s, p, SCHED_OP_WRITE, sp->sync_writes, sp->file, seq_next(p),
+			ret = proc_issue(s, p, SCHED_OP_WRITE, sp->sync_writes ? SCHED_RQ_SYNC : 0, sp->file, seq_next(p),
 					 sp->req_size);
 		break;
 	case SIM_INTERACTIVE:
@@ -748,7 +753,7 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 			unit_begin(p, s->now);
 		while (ret == 0 && p->unit_left > 0 && p->outstanding < sp->depth) {
 			p->unit_left--;
-			ret = proc_issue(s, p, SCHED_OP_READ, true, sp->file, p->next_off,
+			ret = proc_issue(s, p, SCHED_OP_READ, SCHED_RQ_SYNC, sp->file, p->next_off,
 					 sp->req_size);
 			p->next_off += sp->req_size;
 		}
@@ -758,13 +763,13 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 			unit_begin(p, s->now);
 		while (ret == 0 && p->unit_left > 0 && p->outstanding < sp->depth) {
 			p->unit_left--;
-			ret = proc_issue(s, p, SCHED_OP_WRITE, sp->sync_writes, p->cur_file,
+			ret = proc_issue(s, p, SCHED_OP_WRITE, sp->sync_writes ? SCHED_RQ_SYNC : 0, p->cur_file,
 					 p->next_off, sp->req_size);
 			p->next_off += sp->req_size;
 		}
 		if (ret == 0 && p->unit_left == 0 && p->outstanding == 0 && !p->fsync_sent) {
 			p->fsync_sent = true;
-			ret = proc_issue(s, p, SCHED_OP_FSYNC, true, p->cur_file, 0, 0);
+			ret = proc_issue(s, p, SCHED_OP_FSYNC, SCHED_RQ_SYNC, p->cur_file, 0, 0);
 		}
 		break;
 	case SIM_COMMITTER:
@@ -776,7 +781,7 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 			unit_begin(p, s->now);
 		while (ret == 0 && p->unit_left > 0 && p->outstanding < sp->depth) {
 			p->unit_left--;
-			ret = proc_issue(s, p, SCHED_OP_READ, true, sp->file,
+			ret = proc_issue(s, p, SCHED_OP_READ, SCHED_RQ_SYNC, sp->file,
 					 rand_offset(p, sp->req_size), sp->req_size);
 		}
 		if (ret == 0 && p->unit_left == 0 && p->outstanding == 0)
@@ -849,8 +854,9 @@ static int proc_complete(struct sim *s, struct sim_req *r, sched_ns dev_time)
 			if (proc_stopped(p, s->now))
 				return lock_release(s, p);
 			p->commit = CM_SYNC;
-			return proc_issue(s, p, SCHED_OP_FDATASYNC, true, SIM_WAL_FILE, 0, 0);
+			return proc_issue(s, p, SCHED_OP_FDATASYNC, SCHED_RQ_SYNC, SIM_WAL_FILE, 0, 0);
 		}
+		p->wal_synced = true;
 		ret = lock_release(s, p); /* the WAL is durable: committed */
 		if (ret != 0)
 			return ret;
