@@ -1636,8 +1636,10 @@ static void arm_slice_timer(struct sched *sd, sched_ns now)
 	 * time, not by that of q's service tree (the kernel's st->ttime). A database's backends
 	 * alternate reads, WAL writes and fdatasyncs over three trees, and each tree's think time
 	 * spans the backend's waits on locks and clients (mean > group_idle), while the group as
-	 * a whole came back within 2 ms 95% of the time: the kernel's rule sent the group to the
-	 * back of the group tree after almost every fsync (bench/pgbench, emulated hdd).
+	 * a whole comes back at once: in a 26 s trace of pgbench next to bulk readers (emulated
+	 * hdd) the group went empty 262 times, 82% of them for less than 2 ms, and the kernel's
+	 * rule armed group idling none of those times, so the group went to the back of the
+	 * group tree each time.
 	 */
 	if (group_idle &&
 	    (q->g->cfq.nr_cfqq > 1 || thinktime_big(sd, &q->g->cfq.ttime, true)))
