@@ -2,14 +2,13 @@
 /*
  * fair_fsync: the commit loop of a database (write, then fdatasync) in four processes on the
  * machine's disk, through cfq and through noop on the same mount. Each process appends 8 KiB
- * to its own file and fdatasyncs it, in a loop. The write reaches the daemon as a buffered
- * (async) WRITE and the fdatasync as a sync request the process waits for; the loop issues
- * nothing else, so after its fdatasync a process is not thinking: it comes back with an async
- * write. fs/rqmap.h gives fsync/fdatasync the kernel's flags, sync without REQ_IDLE, so CFQ
- * does not keep an idle window (slice_idle, 8 ms) for a queue whose next sync request will
- * not come; with the old mapping (fdatasync sync and idle-worthy: a quick loop's queue earns
- * the window) it idled after each fdatasync, and the other writers' writes waited until the
- * idling writer's own write or the end of the window.
+ * to its own file and fdatasyncs it, in a loop. fs/rqmap.h gives the fdatasync the kernel's
+ * flags, sync without REQ_IDLE, so CFQ keeps no idle window (slice_idle, 8 ms) for a queue
+ * whose next sync request will not come; and once a handle has been fdatasynced, its writes
+ * are a journal's, sync no-idle too (on a local filesystem the fdatasync would write that
+ * data). With the old mapping (fdatasync sync and idle-worthy, the writes plain async) CFQ
+ * idled after each fdatasync, and the other writers' writes waited until the idling
+ * writer's own write or the end of the window.
  *
  * SOURCE is a temp dir under /var/tmp: the machine's disk, where an fdatasync is a real
  * flush, not tmpfs. The mount says rotational=true so that CFQ idles as on a spinning disk
@@ -22,14 +21,11 @@
  * pairs' ratios is what counts: the other tenants of this 2-core host moved one phase's
  * loops by up to 2x, and a pair's phases share most of such a spell.
  *
- * Measured here (medians, seven runs): 0.82, 0.84, 0.87, 0.88, 0.90, 0.90, 0.91 (sums of
- * the pairs 0.79-0.92); with the old mapping (fdatasync sync and idle-worthy, fs/rqmap.c
- * before bd9d124): 0.48 and 0.50, its worst pairs 0.24. What keeps cfq under noop is not
- * idling: a 1 s trace of the new mapping had 3 idle windows run out. The writes wait: 0.32 ms
- * per loop of about 1.9 ms on average, 83% of it while another writer's fdatasync was in
- * flight (CFQ holds async dispatch while sync I/O is in flight, sched_cfq.c may_dispatch;
- * these async WRITEs block their callers through FUSE) and 12% in idle windows on the last
- * sync-noidle queue, until that writer's own next write arrived.
+ * Measured here (medians of the pairs): 1.01, 1.00, 1.05, 0.95 (worst pairs 0.73-0.94); with
+ * fdatasync no-idle but the writes async (bd9d124, seven runs) 0.82-0.91, 83% of the writes'
+ * wait spent while another writer's fdatasync was in flight (CFQ holds async dispatch while
+ * sync I/O is in flight, sched_cfq.c may_dispatch); with the old mapping (fs/rqmap.c before
+ * bd9d124) 0.48 and 0.50, its worst pairs 0.24.
  */
 #include <criterion/criterion.h>
 
