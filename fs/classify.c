@@ -338,5 +338,6 @@ void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *op
 	out->no_caller = !ctx || ctx->pid <= 0;
 	out->path = NULL; /* the opener keeps ownership */
 	out->file = opener->file;
-	out->rq_flags = rq_flags;
+	/* nobody waits for a request sent on nobody's behalf */
+	out->rq_flags = out->no_caller ? (uint8_t)(rq_flags & ~SCHED_RQ_CALLER) : rq_flags;
 }

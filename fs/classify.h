@@ -50,7 +50,8 @@ void pt_classify_release(struct exec_tag *opener);
 
 /* Classifies one data request on the handle whose backing fd is `fd` (for its path, when path
  * rules came with a reload after it was opened). `rq_flags`: the request's SCHED_RQ_* flags
- * (pt_rq_flags), copied into out. Cannot fail. */
+ * (pt_rq_flags), copied into out, less SCHED_RQ_CALLER for a request without a caller (pid
+ * 0). Cannot fail. */
 void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *opener, int fd,
 		 uint8_t rq_flags, struct exec_tag *out);
 

@@ -546,8 +546,15 @@ static struct sim_req *proc_get_req(struct sim_proc *p)
 	return NULL;
 }
 
-static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, uint8_t flags, uint64_t file,
-		      uint64_t offset, uint64_t len)
+/* A writer's writes: sync with sync_writes (O_SYNC/O_DIRECT-like), else async writeback with
+ * nobody waiting for each request (the writers keep many in flight). */
+static uint8_t writer_flags(const struct sim_proc_spec *sp)
+{
+	return sp->sync_writes ? SCHED_RQ_SYNC : 0;
+}
+
+static int proc_issue(struct sim *s, struct sim_proc *p, uint8_t op, uint8_t flags,
+		      uint64_t file, uint64_t offset, uint64_t len)
 {
 	struct sim_req *r = proc_get_req(p);
 	struct sched_rq *rq;
@@ -740,13 +747,13 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 		break;
 	case SIM_RAND_READER:
 		while (ret == 0 && p->outstanding < sp->depth)
-			ret = proc_issue(s, p, SCHED_OP_READ, SCHED_RQ_SYNC, sp->file, rand_offset(p, sp->req_size),
-					 sp->req_size);
+			ret = proc_issue(s, p, SCHED_OP_READ, SCHED_RQ_SYNC, sp->file,
+					 rand_offset(p, sp->req_size), sp->req_size);
 		break;
 	case SIM_BUF_WRITER:
 		while (ret == 0 && p->outstanding < sp->depth)
-			ret = proc_issue(s, p, SCHED_OP_WRITE, sp->sync_writes ? SCHED_RQ_SYNC : 0, sp->file, seq_next(p),
-					 sp->req_size);
+			ret = proc_issue(s, p, SCHED_OP_WRITE, writer_flags(sp), sp->file,
+					 seq_next(p), sp->req_size);
 		break;
 	case SIM_INTERACTIVE:
 		if (!p->in_unit)
@@ -763,7 +770,7 @@ static int proc_fill(struct sim *s, struct sim_proc *p)
 			unit_begin(p, s->now);
 		while (ret == 0 && p->unit_left > 0 && p->outstanding < sp->depth) {
 			p->unit_left--;
-			ret = proc_issue(s, p, SCHED_OP_WRITE, sp->sync_writes ? SCHED_RQ_SYNC : 0, p->cur_file,
+			ret = proc_issue(s, p, SCHED_OP_WRITE, writer_flags(sp), p->cur_file,
 					 p->next_off, sp->req_size);
 			p->next_off += sp->req_size;
 		}

@@ -166,17 +166,27 @@ static void finish(struct sched *sd, struct sched_rq *d)
 	sched_destroy(sd);
 }
 
-static void no_idle_after(uint8_t op, int flags)
+/*
+ * After process 1's `op` (on a file in status `flags`) completes with process 2's read
+ * waiting: `idles` says whether the scheduler keeps an idle window for process 1. When it
+ * does not, process 1's queue comes back on the SYNC_NOIDLE tree at its next read.
+ */
+static void after(uint8_t op, int flags, bool idles)
 {
 	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
 	struct sched_rq rq[3], *d;
-	sched_ns timer;
+	sched_ns timer, now = 1001 * MS;
 
 	cr_assert_not_null(sd);
 	d = after_second(sd, op, flags, &timer, rq);
+	if (idles) {
+		cr_assert_null(d, "the scheduler idles for process 1");
+		cr_assert_neq(timer, SCHED_NS_NEVER);
+		cr_assert(idle_window_of(sd, 1));
+		finish(sd, d);
+		return;
+	}
 	cr_assert_eq(d, &rq[1], "no idling for process 1: process 2's read goes at once");
-	/* process 1 comes back: its queue is on the SYNC_NOIDLE tree */
-	sched_ns now = 1001 * MS;
 	sched_complete(sd, d, 0, now);
 	check(sd);
 	mk(&rq[0], 1, SCHED_OP_READ, O_RDONLY, 7, 8 * KIB, 4 * KIB);
@@ -191,41 +201,27 @@ static void no_idle_after(uint8_t op, int flags)
 	finish(sd, d);
 }
 
-static void idles_after(uint8_t op, int flags)
-{
-	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
-	struct sched_rq rq[3], *d;
-	sched_ns timer;
-
-	cr_assert_not_null(sd);
-	d = after_second(sd, op, flags, &timer, rq);
-	cr_assert_null(d, "the scheduler idles for process 1");
-	cr_assert_neq(timer, SCHED_NS_NEVER);
-	cr_assert(idle_window_of(sd, 1));
-	finish(sd, d);
-}
-
 Test(rqmap, fsync_arms_no_idle_timer_and_goes_to_the_noidle_tree)
 {
-	no_idle_after(SCHED_OP_FSYNC, O_RDWR);
+	after(SCHED_OP_FSYNC, O_RDWR, false);
 }
 
 Test(rqmap, fdatasync_arms_no_idle_timer_and_goes_to_the_noidle_tree)
 {
-	no_idle_after(SCHED_OP_FDATASYNC, O_RDWR);
+	after(SCHED_OP_FDATASYNC, O_RDWR, false);
 }
 
 Test(rqmap, o_dsync_write_arms_no_idle_timer_and_goes_to_the_noidle_tree)
 {
-	no_idle_after(SCHED_OP_WRITE, O_WRONLY | O_DSYNC);
+	after(SCHED_OP_WRITE, O_WRONLY | O_DSYNC, false);
 }
 
 Test(rqmap, read_still_idles)
 {
-	idles_after(SCHED_OP_READ, O_RDONLY);
+	after(SCHED_OP_READ, O_RDONLY, true);
 }
 
 Test(rqmap, o_direct_write_still_idles)
 {
-	idles_after(SCHED_OP_WRITE, O_WRONLY | O_DIRECT);
+	after(SCHED_OP_WRITE, O_WRONLY | O_DIRECT, true);
 }
