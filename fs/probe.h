@@ -63,9 +63,10 @@ struct probe_verdict {
  * the file, then sequential ones from its start, each kind stopped by a count (64) and by a
  * time budget (250 ms). Fills every field of *c but `reported`, which it leaves as it was.
  * Returns 0, or the reason it could not measure, with a line for people in `why` (whylen
- * may be 0; left alone on success): -ENOENT (no such file: "SOURCE empty"), -EINVAL (the cache cannot be bypassed:
- * O_DIRECT refused, or SOURCE on tmpfs, whose cache is its storage), -EIO (a short read) or the -errno of a read that failed,
- * -EAGAIN (the file changed between the walk and the open), the -errno of opening SOURCE,
+ * may be 0; left alone on success): -ENOENT (no such file: "SOURCE empty"), -EINVAL (the
+ * cache cannot be bypassed: O_DIRECT refused, or SOURCE on tmpfs, whose cache is its
+ * storage), -EIO (a short read) or the -errno of a read that failed, -EAGAIN (the file
+ * changed between the walk and the open), the -errno of opening SOURCE,
  * -ENOMEM. *c is unspecified on failure. Reads the clock (clk_now) and SOURCE (with O_NOATIME
  * when allowed); writes nothing.
  */
