@@ -103,8 +103,9 @@ enum sim_kind {
 	 * in flight, default 1, back to back); then it takes the commit lock (PostgreSQL's
 	 * WALWriteLock: one per struct sim, shared by every committer of the sim whatever its
 	 * group; waiters queue FIFO), appends req_size bytes to the WAL (one file, SIM_WAL_FILE,
-	 * shared by every committer; an async write, as a buffered write reaches the daemon)
-	 * and, when that completes, fdatasyncs the WAL. When the fdatasync completes the lock
+	 * shared by every committer; flagged as the daemon flags a write-through write: async
+	 * with SCHED_RQ_CALLER at the committer's first commit, then a journal's write, sync
+	 * no-idle, fs/rqmap.h) and, when that completes, fdatasyncs the WAL. When the fdatasync completes the lock
 	 * goes to the first waiter, which issues its WAL write `handoff` later (lock release ->
 	 * the woken waiter runs; nobody can take the lock in between), and the transaction is
 	 * counted (units; unit: first read -> fdatasync done); the next one starts `think`

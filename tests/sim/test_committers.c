@@ -2,8 +2,8 @@
 /*
  * Committers (SIM_COMMITTER, sim.h): PostgreSQL's commit path through the daemon. Each
  * transaction reads heap pages (sync), then under one lock shared by all (WALWriteLock)
- * appends to the WAL (async: a buffered write) and fdatasyncs it (sync no-idle, as
- * fs/rqmap.h maps it); the lock then passes to the next waiter 300 us later. A waiter is not
+ * appends to the WAL and fdatasyncs it, both flagged as fs/rqmap.h maps them (the append a
+ * journal's write once the WAL has been fdatasynced, the fdatasync sync no-idle); the lock then passes to the next waiter 300 us later. A waiter is not
  * thinking: CFQ idling for it, or for the committer that has just released the lock, only
  * stalls the lock chain while the device sits idle.
  *
@@ -113,14 +113,19 @@ static void log_run(const char *what, const struct commit_cfg *c, const struct c
 /*
  * Two committers, one heap read per transaction, 6 ms of client round trip between their
  * transactions, hdd, CFQ defaults (slice_idle 8 ms, group_idle 8 ms, rotational), 10 s.
- * With the fsync no-idle, 3 idle windows expire in 334 transactions (0.009 per transaction).
- * Without SCHED_RQ_NOIDLE on the simulator's fsyncs (sim.c, proc_issue): 175 in 349 (0.50).
- * None of those was armed at an fsync's completion: the fsyncs (no seek, issued close
- * together) earn the committer's queue an idle window, which CFQ then keeps after the
- * committer's read, when it has gone to wait for the lock, and the lock owner's WAL write
- * (async: it cannot preempt) waits for the window to run out. The bound, 1 in 20, is ten
- * times under that. Transactions do not follow (noop: 408; cfq 334, 349 with the old
- * flags): the two committers' seeky reads cost more than the windows here.
+ * As the daemon flags them (the fsync no-idle, the WAL write a journal's, sync no-idle, from
+ * a committer's second commit on): 2 idle windows expire in 333 transactions (0.006 per
+ * transaction). The test guards the two flags together: without either (the mapping before
+ * bd9d124: fsync idle-worthy, WAL write async) 175 expire in 349 (0.50), and it fails; with
+ * one of them left, the other still clears the idle window before the lock is handed on
+ * (fsync no-idle alone: 3 in 334; journal writes alone: 4 in 334), and it passes. The
+ * fsync's flag on its own is pinned by unit_rqmap, the journal rule by the four-committer
+ * test below. None of the 175 was armed at an fsync's completion: the fsyncs (no seek,
+ * issued close together) earned the committer's queue an idle window, which CFQ then kept
+ * after the committer's read, when it had gone to wait for the lock, and the lock owner's
+ * async WAL write could not preempt it. The bound, 1 in 20, is ten times under that.
+ * Transactions do not follow (noop: 408; cfq 333, 349 with the old flags): the two
+ * committers' seeky reads cost more than the windows here.
  */
 Test(committers, the_lock_hand_off_does_not_wait_for_idle_windows)
 {
@@ -145,13 +150,13 @@ Test(committers, the_lock_hand_off_does_not_wait_for_idle_windows)
  *
  * Measured: 6 idle windows run out in 166 transactions (0.036 per transaction, none armed at
  * an fsync); cfq 166 transactions, noop 163 (1.02x). Asserted: fewer than 1 expiry in 20
- * transactions, and cfq at least 0.75x noop.
- * With the WAL write async as before (no journal rule), about one window ran out per
- * transaction (196 in 194, whatever the fsync's flags): the committer that has read its pages
- * waits for the lock, CFQ idles for it (the last queue of its service tree), and the lock
- * owner's async WAL write can neither preempt that window nor go before the others' reads.
- * (That version did 194 transactions: each committer's four reads ran back to back in a slice
- * that the idling kept.)
+ * transactions, and cfq at least 0.75x noop. This bound guards the journal rule: with the WAL
+ * write async as before, about one window ran out per transaction (196 in 194, whatever the
+ * fsync's flags), and the test fails. There the committer that has read its pages waits for
+ * the lock, CFQ idles for it (the last queue of its service tree), and the lock owner's async
+ * WAL write can neither preempt that window nor go before the others' reads. (That version
+ * did 194 transactions: each committer's four reads ran back to back in a slice that the
+ * idling kept.) Without the fsync's no-idle alone: 7 in 166 (0.042), still under the bound.
  *
  * Same seed, same dispatch sequence; another seed, another one. The seed-1 hash is pinned
  * (golden): a change to CFQ or to the committers that alters any decision here changes it
