@@ -37,7 +37,9 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/falloc.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -69,6 +71,16 @@
 #define EXEC_IRQ_BATCH 32u
 /* [ns] at most one "limit reached" warning per this interval. */
 #define EXEC_LIMIT_WARN_NS (10ull * 1000000000ull)
+
+/* What a record serves. A copy or an fallocate is served in pieces of at most the policy's
+ * max_copy_kb, each one scheduler request of the same record: when a piece completes, its
+ * issuer cuts the next and queues it again under ex->lock (job_continue()), and the FUSE
+ * request is answered after the last. */
+enum er_kind {
+	EK_IO = 0, /* read, write, fsync or fdatasync: one request */
+	EK_COPY,   /* copy_file_range: a read of the source piece, then a write of what it read */
+	EK_FALLOC, /* fallocate: pieces charged and timed as writes, or one request (falloc_split) */
+};
 
 enum er_state {
 	ER_FREE = 0,	/* in the pool */
@@ -120,6 +132,25 @@ struct exec_req {
 				       answered records waiting to go back (that thread's) */
 	struct exec_req *all_next; /* every record of the executor, for exec_destroy;
 				      protected by ex->lock */
+	struct exec_req *reply_next; /* the issuer's list of a completed chain's records to
+					answer (run_chain) */
+	/* --- jobs (kind != EK_IO); written by whoever holds the record, like the above --- */
+	uint8_t kind;		 /* enum er_kind */
+	bool copy_writing;	 /* EK_COPY: the piece queued or in flight is the write half */
+	bool job_stop;		 /* the caller is being killed: answer after the piece in
+				    flight; protected by ex->lock */
+	pid_t job_irq_tid;	 /* a caller that got a handled signal while a piece was in
+				    flight: watched again when the next piece is queued;
+				    protected by ex->lock */
+	int falloc_mode;	 /* EK_FALLOC: fallocate(2) mode */
+	int job_fd[2];		 /* backing fds: [0] copy source, [1] destination (both kinds) */
+	uint64_t job_off[2];	 /* [bytes] where the next piece starts, on each */
+	uint64_t job_left;	 /* [bytes] of the request not yet done */
+	uint64_t job_done;	 /* [bytes] copied, or allocated, so far */
+	uint64_t falloc_len;	 /* [bytes] EK_FALLOC: length the piece in flight passes to
+				    fallocate (its request's len is 0 when not split) */
+	struct exec_tag job_tag[2]; /* who each half is charged to ([0] copy source reads, [1]
+				       destination writes and allocations); path unused */
 };
 
 /* What one group holds in the daemon: records charged to it (queued or in flight). */
@@ -363,6 +394,14 @@ static void reply_one(struct exec_req *er)
 		fuse_reply_err(req, (int)-er->result);
 		return;
 	}
+	if (er->kind == EK_COPY) {
+		fuse_reply_write(req, (size_t)er->result);
+		return;
+	}
+	if (er->kind == EK_FALLOC) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	switch (er->rq.op) {
 	case SCHED_OP_READ:
 		fuse_reply_buf(req, er->buf, (size_t)er->result);
@@ -441,6 +480,12 @@ static void do_io(struct exec_req *head)
 	struct sched_rq *rq;
 	int n = 0;
 
+	if (head->kind == EK_FALLOC) { /* never merged (SCHED_RQ_NOMERGE) */
+		int r = fallocate(head->fd, head->falloc_mode, (off_t)head->job_off[1],
+				  (off_t)head->falloc_len);
+		head->result = r < 0 ? -errno : 0;
+		return;
+	}
 	switch (head->rq.op) {
 	case SCHED_OP_FSYNC:
 	case SCHED_OP_FDATASYNC: {
@@ -507,6 +552,8 @@ static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 		struct exec_req *er = er_of(m);
 
 		er->state = ER_RUNNING;
+		if (er->kind != EK_IO && er->irq_tid)
+			er->job_irq_tid = er->irq_tid; /* watched again with its next piece */
 		irq_unwatch(ex, er);
 		if (er->pinned) {
 			er->pin_head = er_of(rq);
@@ -656,6 +703,115 @@ static void wait_unpinned(struct executor *ex, struct exec_req *head)
 	pthread_mutex_unlock(&ex->lock);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Jobs: copy_file_range and fallocate, in pieces                                             */
+
+static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_op op,
+		    uint64_t off, uint64_t len);
+
+/* Whether an fallocate mode is cut into pieces charged as writes of their length: the modes
+ * that allocate or write data (plain allocation, with or without KEEP_SIZE, ZERO_RANGE,
+ * UNSHARE_RANGE), for which any sub-range is the same operation. The others (PUNCH_HOLE,
+ * COLLAPSE_RANGE, INSERT_RANGE, and modes unknown here, which SOURCE answers) go as one
+ * request of length 0: they free or move extents and write no data on the filesystems that
+ * have them, and COLLAPSE/INSERT shift the rest of the file, so cannot be split. */
+static bool falloc_split(int mode)
+{
+	return (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_UNSHARE_RANGE)) == 0;
+}
+
+/*
+ * Makes a job record's request its next piece: a copy's read of min(left, max_copy_kb)
+ * source bytes, or the write of the `got` bytes that read returned; an fallocate's next
+ * piece. Called with ex->lock held (for the tunable); the record is the caller's.
+ */
+static void job_cut(struct executor *ex, struct exec_req *er, uint64_t got)
+{
+	uint64_t piece = sched_max_copy(ex->sd);
+
+	if (piece > er->job_left)
+		piece = er->job_left;
+	if (er->kind == EK_COPY) {
+		er->copy_writing = got > 0;
+		if (er->copy_writing) {
+			fill_rq(er, &er->job_tag[1], SCHED_OP_WRITE, er->job_off[1], got);
+			er->fd = er->job_fd[1];
+			er->wsrc = er->buf; /* where the read half left the data */
+		} else {
+			fill_rq(er, &er->job_tag[0], SCHED_OP_READ, er->job_off[0], piece);
+			er->fd = er->job_fd[0];
+		}
+		return;
+	}
+	if (!falloc_split(er->falloc_mode))
+		piece = er->job_left; /* one request: timed, but no data bytes */
+	er->falloc_len = piece;
+	fill_rq(er, &er->job_tag[1], SCHED_OP_WRITE, er->job_off[1],
+		falloc_split(er->falloc_mode) ? piece : 0);
+	er->rq.flags |= SCHED_RQ_NOMERGE;
+	er->fd = er->job_fd[1];
+}
+
+/*
+ * After one piece of a job completed (er->result set by do_io): cuts and queues the next
+ * piece, returning true (the record is the scheduler's again, its charge kept); or, when the
+ * job is over, sets er->result to the reply (a copy: the bytes copied, short at the source's
+ * end of file or at an error after some were copied, else the error; an fallocate: 0 or the
+ * first error) and returns false. A plain record returns false at once. Called with ex->lock
+ * held by the piece's issuer, after sched_complete.
+ */
+static bool job_continue(struct executor *ex, struct exec_req *er, sched_ns now)
+{
+	ssize_t r = er->result;
+	uint64_t got = 0;
+
+	if (er->kind == EK_IO)
+		return false;
+	if (er->kind == EK_COPY && !er->copy_writing) {
+		if (r <= 0 || er->job_stop) /* end of file, error, or the caller is killed */
+			goto finish;
+		got = (uint64_t)r; /* now write what was read */
+	} else {
+		uint64_t want = er->kind == EK_COPY ? er->rq.len : er->falloc_len;
+
+		if (r < 0)
+			goto finish;
+		if (er->kind == EK_FALLOC)
+			r = (ssize_t)want; /* fallocate does all or fails */
+		er->job_done += (uint64_t)r;
+		er->job_left -= (uint64_t)r;
+		er->job_off[0] += (uint64_t)r;
+		er->job_off[1] += (uint64_t)r;
+		if ((uint64_t)r < want || er->job_left == 0 || er->job_stop)
+			goto finish;
+	}
+	job_cut(ex, er, got);
+	/* as in submit(): a group that expired meanwhile is served as the root */
+	if (sched_group_get(ex->sd, er->rq.group, NULL, NULL, NULL) < 0)
+		er->rq.group = SCHED_ROOT_GROUP;
+	if (sched_enqueue(ex->sd, &er->rq, now) != 0) {
+		r = -EIO;
+		goto finish;
+	}
+	er->state = ER_QUEUED;
+	if (er->job_irq_tid) {
+		er->irq_tid = er->job_irq_tid;
+		er->job_irq_tid = 0;
+		if (ex->nr_irq_watch++ == 0)
+			ex->irq_check_at = now + EXEC_IRQ_RECHECK_NS;
+	}
+	return true;
+
+finish:
+	if (er->job_stop && r >= 0 && er->job_done == 0)
+		r = -EINTR;
+	if (er->kind == EK_FALLOC)
+		er->result = r < 0 ? r : 0;
+	else
+		er->result = er->job_done > 0 ? (ssize_t)er->job_done : r < 0 ? r : 0;
+	return false;
+}
+
 /*
  * Issues a dispatched chain (counted in ex->in_flight by next_chain) and answers it: I/O and
  * device hold (outside the lock), completion and the scheduler's next choice (under it),
@@ -701,8 +857,22 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 	now = clk_now();
 	sched_complete(ex->sd, rq, err, now);
 	ex->in_flight--;
-	for (m = rq; m; m = m->merge_next)
-		er_uncharge(ex, er_of(m));
+	/* What to answer (the members are ours again, and a job's member may be queued for
+	 * its next piece here, after which another thread may take it: its links are read
+	 * first, and it is not ours to answer). */
+	struct exec_req *replies = NULL, **tail = &replies;
+	struct sched_rq *after;
+	for (m = rq; m; m = after) {
+		struct exec_req *er = er_of(m);
+
+		after = m->merge_next;
+		if (job_continue(ex, er, now))
+			continue;
+		er_uncharge(ex, er);
+		er->reply_next = NULL;
+		*tail = er;
+		tail = &er->reply_next;
+	}
 	/* Under steady load an issuer goes from chain to chain without passing the worker
 	 * loop's top, so the watched callers are looked at here too. */
 	recheck_if_due(ex, &now);
@@ -713,9 +883,10 @@ static struct sched_rq *run_chain(struct executor *ex, struct sched_rq *rq,
 	pthread_mutex_unlock(&ex->lock);
 
 	/* Reply outside the lock; the records are ours until they go back to the pool. */
-	for (m = rq; m;) {
-		struct exec_req *er = er_of(m);
-		m = m->merge_next;
+	while (replies) {
+		struct exec_req *er = replies;
+
+		replies = er->reply_next;
 		reply_one(er);
 		er->next_free = *answered;
 		*answered = er;
@@ -883,11 +1054,16 @@ static void on_interrupt(fuse_req_t req, void *data)
 			er->irq_tid = tid;
 			if (ex->nr_irq_watch++ == 0)
 				ex->irq_check_at = clk_now() + EXEC_IRQ_RECHECK_NS;
+		} else if (er->irq_req == req && er->state == ER_RUNNING && er->kind != EK_IO &&
+			   tid > 0) {
+			er->job_irq_tid = tid; /* a job's piece in flight: watch its next one */
 		}
 		pthread_mutex_unlock(&ex->lock);
 		return;
 	}
 	pthread_mutex_lock(&ex->lock);
+	if (er->irq_req == req && er->state == ER_RUNNING && er->kind != EK_IO)
+		er->job_stop = true; /* a job's piece in flight: it ends after that piece */
 	if (er->irq_req == req && er->state == ER_QUEUED) {
 		if (er->pinned)
 			er->irq_pending = true; /* its submitter still copies into it */
@@ -943,7 +1119,10 @@ static void spare_release(void *p)
 static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *warn)
 {
 	uint32_t g = er->rq.group;
-	uint64_t bytes = er->rq.op == SCHED_OP_WRITE ? er->rq.len : 0;
+	/* data held: a write's; a copy's piece buffer (its first piece's size, kept for the
+	 * whole copy); none for an fallocate */
+	uint64_t bytes = er->kind == EK_COPY ? er->rq.len
+			 : er->kind == EK_IO && er->rq.op == SCHED_OP_WRITE ? er->rq.len : 0;
 	struct grp_load *l;
 
 	if (g >= ex->nr_load) {
@@ -1013,6 +1192,8 @@ static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 	fuse_req_interrupt_func(er->req, on_interrupt, er);
 	pthread_mutex_lock(&ex->lock);
 	sched_ns now = clk_now();
+	if (er->kind != EK_IO)
+		job_cut(ex, er, 0); /* the first piece (the tunable is read under the lock) */
 	/* The group may have expired between classification and now (groups.h,
 	 * grp_set_expiry; an open file's opener tag keeps its id): charge the root instead of
 	 * failing the request. */
@@ -1112,6 +1293,9 @@ static struct exec_req *er_new(struct executor *ex, fuse_req_t req, int fd)
 	er->req = req;
 	er->fd = fd;
 	er->result = 0;
+	er->kind = EK_IO;
+	er->job_stop = false;
+	er->job_irq_tid = 0;
 	return er;
 }
 
@@ -1195,6 +1379,69 @@ void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
 	if (!er)
 		return;
 	fill_rq(er, tag, datasync ? SCHED_OP_FDATASYNC : SCHED_OP_FSYNC, 0, 0);
+	submit(ex, er, 0);
+}
+
+/* A job record for `req`, its first piece cut by submit(); NULL after answering the request
+ * (no memory). */
+static struct exec_req *job_new(struct executor *ex, fuse_req_t req, enum er_kind kind,
+				uint64_t len)
+{
+	struct exec_req *er = er_new(ex, req, -1);
+
+	if (!er)
+		return NULL;
+	er->kind = (uint8_t)kind;
+	er->copy_writing = false;
+	er->job_left = len;
+	er->job_done = 0;
+	return er;
+}
+
+void exec_copy(struct executor *ex, fuse_req_t req, int fd_in, off_t off_in,
+	       const struct exec_tag *tag_in, int fd_out, off_t off_out,
+	       const struct exec_tag *tag_out, size_t len)
+{
+	struct exec_req *er;
+
+	if (len == 0) { /* (the kernel answers these itself) */
+		fuse_reply_write(req, 0);
+		return;
+	}
+	if (off_in < 0 || off_out < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	er = job_new(ex, req, EK_COPY, len);
+	if (!er)
+		return;
+	er->job_fd[0] = fd_in;
+	er->job_fd[1] = fd_out;
+	er->job_off[0] = (uint64_t)off_in;
+	er->job_off[1] = (uint64_t)off_out;
+	er->job_tag[0] = *tag_in;
+	er->job_tag[1] = *tag_out;
+	er->job_tag[0].path = er->job_tag[1].path = NULL;
+	submit(ex, er, 0);
+}
+
+void exec_fallocate(struct executor *ex, fuse_req_t req, int fd, int mode, off_t off,
+		    off_t len, const struct exec_tag *tag)
+{
+	struct exec_req *er;
+
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	er = job_new(ex, req, EK_FALLOC, (uint64_t)len);
+	if (!er)
+		return;
+	er->falloc_mode = mode;
+	er->job_fd[0] = er->job_fd[1] = fd;
+	er->job_off[0] = er->job_off[1] = (uint64_t)off;
+	er->job_tag[1] = *tag;
+	er->job_tag[1].path = NULL;
 	submit(ex, er, 0);
 }
 

@@ -2,8 +2,8 @@
 /*
  * executor.h - the only threaded scheduling code: a pool of workers around the pure core.
  *
- * FUSE session threads call exec_read/exec_write/exec_fsync: they build a request and enqueue
- * it under the executor lock. Whoever issues a chain that sched_dispatch() chooses (a worker,
+ * FUSE session threads call exec_read/exec_write/exec_fsync/exec_copy/exec_fallocate: they
+ * build a request and enqueue it under the executor lock. Whoever issues a chain that sched_dispatch() chooses (a worker,
  * or with exec_options.inline_io the submitting session thread itself) performs the I/O on the
  * backing fd outside the lock, completes it in the core and sends the one FUSE reply to each
  * of its requests (libfuse allows replying from any thread). So exec_* may return before or
@@ -100,9 +100,10 @@ void exec_destroy(struct executor *ex);
 int exec_check(struct executor *ex, char *buf, size_t len);
 
 /*
- * The three data operations. Each replies to `req` exactly once, from a worker or, on an
- * immediate failure, from the caller's thread before returning. `fd` must stay open until the
- * reply (the kernel holds the file while the request is outstanding). Cannot fail.
+ * The data operations (these three, and exec_copy and exec_fallocate below). Each replies to
+ * `req` exactly once, from a worker or, on an immediate failure, from the caller's thread
+ * before returning. `fd` must stay open until the reply (the kernel holds the file while the
+ * request is outstanding). Cannot fail.
  */
 void exec_read(struct executor *ex, fuse_req_t req, int fd, size_t size, off_t off,
 	       const struct exec_tag *tag);
@@ -110,6 +111,33 @@ void exec_write(struct executor *ex, fuse_req_t req, int fd, struct fuse_bufvec 
 		off_t off, const struct exec_tag *tag);
 void exec_fsync(struct executor *ex, fuse_req_t req, int fd, bool datasync,
 		const struct exec_tag *tag);
+
+/*
+ * copy_file_range of `len` bytes from `fd_in` at `off_in` to `fd_out` at `off_out`, served in
+ * pieces of at most the policy's max_copy_kb (sched_max_copy): each piece is a read of the
+ * source range charged to `tag_in`, then a write of what it read charged to `tag_out`, each
+ * queued, dispatched (merged, timed by an emulated device) and counted as the read or write
+ * it is. The data passes through the daemon: SOURCE is never asked to clone or copy on its
+ * own, since the scheduler could neither see nor pace that. Answers the bytes copied (short
+ * at the source's end of file, or at an error once some were copied) or the error of the
+ * first piece. The copy counts as one request of its group's queue_limit, holding its first
+ * piece's size of queue_limit_mb, from submission to the answer. Both fds must stay open
+ * until the reply. Cannot fail.
+ */
+void exec_copy(struct executor *ex, fuse_req_t req, int fd_in, off_t off_in,
+	       const struct exec_tag *tag_in, int fd_out, off_t off_out,
+	       const struct exec_tag *tag_out, size_t len);
+/*
+ * fallocate(fd, mode, off, len), charged to `tag`. The modes that allocate or write data
+ * (0, KEEP_SIZE, ZERO_RANGE, UNSHARE_RANGE) are cut like a copy into pieces of at most
+ * max_copy_kb, each issued as its own fallocate and charged, timed and counted as a write of
+ * its length; PUNCH_HOLE, COLLAPSE_RANGE, INSERT_RANGE and other modes are one request of
+ * length 0 (timed like an fsync on an emulated device, no bytes counted). Answers 0 or the
+ * first error (pieces before it stay done, as a native fallocate that fails part-way keeps
+ * what it allocated). Holds no data against queue_limit_mb. Cannot fail.
+ */
+void exec_fallocate(struct executor *ex, fuse_req_t req, int fd, int mode, off_t off,
+		    off_t len, const struct exec_tag *tag);
 
 /* Replaces the per-group limits; requests already held are kept even if now over. Cannot
  * fail. */

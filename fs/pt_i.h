@@ -27,9 +27,10 @@
 #include "pt.h"
 #include "pt_inode.h"
 
-/* Largest copy_file_range done in one request [bytes]. The copy runs inline on the session
- * thread, outside the scheduler, so a bound keeps one request from monopolising the device;
- * callers (cp, the kernel) loop on short copies as the API allows. */
+/* Largest copy_file_range done in one request [bytes]: the executor cuts it into pieces
+ * (max_copy_kb), and this bound makes the caller come back between requests, where a signal
+ * or a stuck SOURCE is seen; callers (cp, the kernel) loop on short copies as the API
+ * allows. */
 #define PT_COPY_CHUNK (16u << 20)
 
 /* Largest write the kernel may send [bytes] (conn->max_write; libfuse's buffer holds 1 MiB). */

@@ -14,9 +14,11 @@
  * inodes forward them there first; operations that would create, remove, rename or link
  * anything inside it answer EPERM (CTL_GUARD_EPERM), as documented in ctl.h.
  *
- * Data requests (read, write_buf, fsync/fdatasync) are classified and handed to the executor,
- * which replies. Other data-touching requests run inline and so BYPASS THE SCHEDULER:
- * fallocate, copy_file_range (bounded to PT_COPY_CHUNK per request), lseek, flush.
+ * Data requests (read, write_buf, fsync/fdatasync, copy_file_range, fallocate) are classified
+ * and handed to the executor, which replies. What else runs inline touches no file data, or
+ * only metadata (README "What the scheduler sees"): lseek (SEEK_DATA/SEEK_HOLE read the
+ * extent map), flush (close-time errors), setattr's size changes (sparse on the filesystems
+ * cfqfs supports), directories and xattrs.
  */
 #include <assert.h>
 #include <errno.h>
@@ -1083,6 +1085,17 @@ static int write_fd(const struct pt_fs *fs, struct pt_file *pf, int flags)
 	return fd;
 }
 
+/* The tag of a write-like request on handle `pf` whose file is in status `flags`;
+ * `writepage`: the kernel's writeback of its cache. */
+static void classify_write(fuse_req_t req, struct pt_file *pf, int flags, bool writepage,
+			   struct exec_tag *tag)
+{
+	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
+		    pt_rq_flags(SCHED_OP_WRITE, flags, writepage,
+				atomic_load_explicit(&pf->fsynced, memory_order_relaxed)),
+		    tag);
+}
+
 static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
 			 struct fuse_file_info *fi)
 {
@@ -1099,10 +1112,7 @@ static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 		reply_err(req, fd);
 		return;
 	}
-	pt_classify(pt__fs(req)->opts.cls, req, &pf->opener, pf->fd,
-		    pt_rq_flags(SCHED_OP_WRITE, fi->flags, fi->writepage,
-				atomic_load_explicit(&pf->fsynced, memory_order_relaxed)),
-		    &tag);
+	classify_write(req, pf, fi->flags, fi->writepage, &tag);
 	exec_write(pt__fs(req)->ex, req, fd, in_buf, off, &tag);
 }
 
@@ -1153,14 +1163,14 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 			 struct fuse_file_info *fi)
 {
-	int rc = 0;
+	struct pt_file *pf = pt__file(fi);
+	struct exec_tag tag;
 
 	CTL_GUARD_ERR(ino, EOPNOTSUPP);
-	/* Inline, outside the scheduler: allocation is metadata-heavy and usually quick;
-	 * FALLOC_FL_ZERO_RANGE on a large range is the exception (documented). */
-	if (fallocate(pt__file(fi)->fd, mode, offset, length) == -1)
-		rc = -errno;
-	reply_err(req, rc);
+	/* Scheduled in the caller's queue as writes (exec_fallocate says how each mode is cut
+	 * and charged). The backing fd has the handle's O_APPEND, which fallocate ignores. */
+	classify_write(req, pf, fi->flags, false, &tag);
+	exec_fallocate(pt__fs(req)->ex, req, pf->fd, mode, offset, length, &tag);
 }
 
 static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -1190,15 +1200,21 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
-	loff_t in_off = off_in, out_off = off_out;
-	ssize_t n;
+	struct pt_file *pin = pt__file(fi_in), *pout = pt__file(fi_out);
+	struct exec_tag tag_in, tag_out;
 	int out_fd;
 
 	CTL_GUARD_ERR(ino_in, EOPNOTSUPP); /* the kernel falls back to read + write */
 	CTL_GUARD_ERR(ino_out, EOPNOTSUPP);
-	/* Inline and unscheduled (the backing filesystem may clone or copy in-kernel without
-	 * the data passing through us), but bounded per request; the caller loops on the
-	 * short count. */
+	/* copy_file_range(2) defines no flags; SOURCE would refuse them too */
+	if (flags != 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* Scheduled as reads of the source and writes of the destination, in pieces
+	 * (exec_copy), each charged to the caller as the file's rules say. One request copies
+	 * at most PT_COPY_CHUNK, so that a signal or a slow SOURCE is noticed between requests
+	 * (the caller loops on the short count, as on any filesystem). */
 	if (len > PT_COPY_CHUNK)
 		len = PT_COPY_CHUNK;
 	/* the kernel refuses a destination open with O_APPEND before it asks (EBADF): this one
@@ -1208,12 +1224,10 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		reply_err(req, out_fd);
 		return;
 	}
-	n = copy_file_range(pt__file(fi_in)->fd, &in_off, out_fd, &out_off, len,
-			    (unsigned int)flags);
-	if (n == -1)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_write(req, (size_t)n);
+	pt_classify(pt__fs(req)->opts.cls, req, &pin->opener, pin->fd,
+		    pt_rq_flags(SCHED_OP_READ, fi_in->flags, false, false), &tag_in);
+	classify_write(req, pout, fi_out->flags, false, &tag_out);
+	exec_copy(pt__fs(req)->ex, req, pin->fd, off_in, &tag_in, out_fd, off_out, &tag_out, len);
 }
 
 /* ---------------------------------------------------------------------------------------- */

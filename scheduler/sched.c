@@ -80,6 +80,8 @@ static const struct sched_tunable_desc cfq_tunables[] = {
 	[CFQ_T_NO_MERGE_BEHIND] = { "no_merge_behind", "bool", 0, 1, 0,
 				    "refuse a back merge into a request with another queued "
 				    "behind it in sort order" },
+	[CFQ_T_MAX_COPY] = { "max_copy_kb", "KiB", 4, 65536, 1024,
+			     "largest piece of a copy_file_range or fallocate request" },
 	[CFQ_T_COUNT] = { NULL, NULL, 0, 0, 0, NULL },
 };
 static const int64_t cfq_scale[CFQ_T_COUNT] = {
@@ -88,7 +90,7 @@ static const int64_t cfq_scale[CFQ_T_COUNT] = {
 	[CFQ_T_SLICE_ASYNC] = MS,      [CFQ_T_SLICE_ASYNC_RQ] = 1,    [CFQ_T_SLICE_IDLE] = MS,
 	[CFQ_T_GROUP_IDLE] = MS,       [CFQ_T_LOW_LATENCY] = 1,	      [CFQ_T_TARGET_LATENCY] = MS,
 	[CFQ_T_GROUP_MODE] = 1,	       [CFQ_T_MAX_MERGE] = KIB,
-	[CFQ_T_NO_MERGE_BEHIND] = 1,
+	[CFQ_T_NO_MERGE_BEHIND] = 1,    [CFQ_T_MAX_COPY] = KIB,
 };
 
 static const struct sched_tunable_desc dl_tunables[] = {
@@ -104,20 +106,25 @@ static const struct sched_tunable_desc dl_tunables[] = {
 	[DL_T_NO_MERGE_BEHIND] = { "no_merge_behind", "bool", 0, 1, 0,
 				   "refuse a back merge into a request with another queued "
 				   "behind it in sort order" },
+	[DL_T_MAX_COPY] = { "max_copy_kb", "KiB", 4, 65536, 1024,
+			     "largest piece of a copy_file_range or fallocate request" },
 	[DL_T_COUNT] = { NULL, NULL, 0, 0, 0, NULL },
 };
 static const int64_t dl_scale[DL_T_COUNT] = {
 	[DL_T_READ_EXPIRE] = MS,   [DL_T_WRITE_EXPIRE] = MS, [DL_T_WRITES_STARVED] = 1,
 	[DL_T_FRONT_MERGES] = 1,   [DL_T_FIFO_BATCH] = 1,    [DL_T_MAX_MERGE] = KIB,
-	[DL_T_NO_MERGE_BEHIND] = 1,
+	[DL_T_NO_MERGE_BEHIND] = 1, [DL_T_MAX_COPY] = KIB,
 };
 
 static const struct sched_tunable_desc noop_tunables[] = {
 	[NOOP_T_MAX_MERGE] = { "max_merge_kb", "KiB", 0, 1048576, 512,
 			       "largest merged request; 0 disables merging" },
+	[NOOP_T_MAX_COPY] = { "max_copy_kb", "KiB", 4, 65536, 1024,
+			     "largest piece of a copy_file_range or fallocate request" },
 	[NOOP_T_COUNT] = { NULL, NULL, 0, 0, 0, NULL },
 };
-static const int64_t noop_scale[NOOP_T_COUNT] = { [NOOP_T_MAX_MERGE] = KIB };
+static const int64_t noop_scale[NOOP_T_COUNT] = { [NOOP_T_MAX_MERGE] = KIB,
+						     [NOOP_T_MAX_COPY] = KIB };
 
 static const struct sched_tunable_desc *const tunable_tables[SCHED_POLICY_COUNT] = {
 	[SCHED_POLICY_NOOP] = noop_tunables,
@@ -198,6 +205,17 @@ int sched_tunable_get(const struct sched *sd, const char *name, int64_t *value)
 		return i;
 	*value = sd->tun[sd->policy][i] / scale_tables[sd->policy][i];
 	return 0;
+}
+
+uint64_t sched_max_copy(const struct sched *sd)
+{
+	static const int idx[SCHED_POLICY_COUNT] = {
+		[SCHED_POLICY_NOOP] = NOOP_T_MAX_COPY,
+		[SCHED_POLICY_DEADLINE] = DL_T_MAX_COPY,
+		[SCHED_POLICY_CFQ] = CFQ_T_MAX_COPY,
+	};
+
+	return (uint64_t)sd->tun[sd->policy][idx[sd->policy]];
 }
 
 static void tunables_defaults(struct sched *sd)
@@ -701,6 +719,8 @@ static bool can_merge(const struct sched_rq *h, const struct sched_rq *rq)
 		return false;
 	if (h->op != SCHED_OP_READ && h->op != SCHED_OP_WRITE)
 		return false;
+	if ((h->flags | rq->flags) & SCHED_RQ_NOMERGE)
+		return false;
 	/* never a sync request into an async one */
 	return !(rq_is_sync(rq) && !rq_is_sync(h));
 }
@@ -732,7 +752,7 @@ struct sched_rq *sched__merge(struct sched *sd, struct sched_tree *tree, struct 
 	*replaced = NULL;
 	if (max_bytes == 0 || rq->len == 0 || rq->len > max_bytes)
 		return NULL;
-	if (rq->op != SCHED_OP_READ && rq->op != SCHED_OP_WRITE)
+	if ((rq->op != SCHED_OP_READ && rq->op != SCHED_OP_WRITE) || (rq->flags & SCHED_RQ_NOMERGE))
 		return NULL;
 	/* back merge: the head sorting last at or before rq->offset ends where rq starts */
 	n = sched_tree_floor(tree, &k, rq_key_cmp);

@@ -72,6 +72,9 @@ enum {
 	/* an async request that its caller waits for (a write through FUSE without writeback
 	 * caching), not background writeback: see CFQ's departures in the README */
 	SCHED_RQ_CALLER = 1u << 3,
+	/* never merged with another request: its issue is not a read or write of its range
+	 * (a piece of an fallocate, which is charged and timed as a write of its length) */
+	SCHED_RQ_NOMERGE = 1u << 4,
 };
 
 /* The root group always exists; its weight is 1000 as in CFQ ("prefer root"). */
@@ -243,10 +246,10 @@ struct sched_tunable_desc {
  * The tunables of a policy, terminated by an entry with name == NULL. Cannot fail.
  * CFQ: quantum, fifo_expire_sync, fifo_expire_async, back_seek_max, back_seek_penalty,
  * slice_sync, slice_async, slice_async_rq, slice_idle, group_idle, low_latency, target_latency,
- * group_mode (0 = auto, 1 = time, 2 = iops), max_merge_kb, no_merge_behind.
+ * group_mode (0 = auto, 1 = time, 2 = iops), max_merge_kb, no_merge_behind, max_copy_kb.
  * deadline: read_expire, write_expire, writes_starved, front_merges, fifo_batch, max_merge_kb,
- * no_merge_behind.
- * noop: max_merge_kb.
+ * no_merge_behind, max_copy_kb.
+ * noop: max_merge_kb, max_copy_kb.
  */
 const struct sched_tunable_desc *sched_tunables(enum sched_policy policy);
 
@@ -262,6 +265,12 @@ int sched_tunable_get(const struct sched *sd, const char *name, int64_t *value);
  * sched_tunable_set(). Cannot fail.
  */
 void sched_tunables_reset(struct sched *sd);
+/*
+ * [bytes] The active policy's max_copy_kb: the largest piece the caller may cut a
+ * copy_file_range or fallocate request into, each piece one request (the core never sees the
+ * whole). Cannot fail.
+ */
+uint64_t sched_max_copy(const struct sched *sd);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Statistics */

@@ -180,6 +180,7 @@ enum {
 	CFQ_T_GROUP_MODE,
 	CFQ_T_MAX_MERGE,
 	CFQ_T_NO_MERGE_BEHIND,
+	CFQ_T_MAX_COPY,
 	CFQ_T_COUNT
 };
 enum {
@@ -190,9 +191,10 @@ enum {
 	DL_T_FIFO_BATCH,
 	DL_T_MAX_MERGE,
 	DL_T_NO_MERGE_BEHIND,
+	DL_T_MAX_COPY,
 	DL_T_COUNT
 };
-enum { NOOP_T_MAX_MERGE, NOOP_T_COUNT };
+enum { NOOP_T_MAX_MERGE, NOOP_T_MAX_COPY, NOOP_T_COUNT };
 #define SCHED_TUN_MAX 16
 _Static_assert(CFQ_T_COUNT <= SCHED_TUN_MAX && DL_T_COUNT <= SCHED_TUN_MAX,
 	       "tunable array too small");

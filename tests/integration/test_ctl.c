@@ -854,7 +854,7 @@ Test(ctl, scheduler_switches_and_lists_its_tunables)
 
 	MNT_EXPECT_OK(put(ctl("scheduler"), "noop"));
 	list_dir(ctl("iosched"), buf, sizeof(buf));
-	cr_assert_str_eq(buf, "max_merge_kb");
+	cr_assert_str_eq(buf, "max_copy_kb max_merge_kb");
 	MNT_EXPECT_OK(put(ctl("scheduler"), "cfq\n"));
 	list_dir(ctl("iosched"), buf, sizeof(buf));
 	expected_tunables(SCHED_POLICY_CFQ, want, sizeof(want));

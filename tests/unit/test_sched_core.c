@@ -79,7 +79,8 @@ Test(sched_core, tunables_names_units_and_ranges)
 					   "back_seek_max", "back_seek_penalty", "slice_sync",
 					   "slice_async", "slice_async_rq", "slice_idle",
 					   "group_idle", "low_latency", "target_latency",
-					   "group_mode", "max_merge_kb", "no_merge_behind" };
+					   "group_mode", "max_merge_kb", "no_merge_behind",
+					   "max_copy_kb" };
 	const struct sched_tunable_desc *d = sched_tunables(SCHED_POLICY_CFQ);
 	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
 	int64_t v;
@@ -304,6 +305,63 @@ Test(sched_core, merge_respects_max_merge_kb)
 	cr_assert_eq(r[0].nr_merged, 0);
 	done(sd, disp(sd, 3), 4);
 	done(sd, disp(sd, 3), 4);
+	sched_destroy(sd);
+}
+
+/* SCHED_RQ_NOMERGE (an fallocate piece): never merged into another request, nor another into
+ * it, under every policy, though it sorts and is charged as the write it is declared. */
+Test(sched_core, nomerge_requests_stay_alone)
+{
+	for (int p = 0; p < SCHED_POLICY_COUNT; p++) {
+		struct sched *sd = sched_create((enum sched_policy)p, true);
+		struct sched_rq r[3];
+		struct sched_stats st;
+
+		for (int i = 0; i < 3; i++) {
+			mk(&r[i], 1, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 1, (uint64_t)i * 4 * KIB,
+			   4 * KIB);
+			if (i == 1)
+				r[i].flags |= SCHED_RQ_NOMERGE;
+			enq(sd, &r[i], 0);
+		}
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(r[i].nr_merged, 0, "policy %d: request %d merged", p, i);
+		for (int i = 0; i < 3; i++)
+			done(sd, disp(sd, 1), 2);
+		cr_assert_eq(sched_group_stats(sd, 0, &st), 0);
+		cr_assert_eq(st.bytes[SCHED_DIR_WRITE][SCHED_KIND_ASYNC], 12 * KIB);
+		/* and without the flag the same three merge into one */
+		for (int i = 0; i < 3; i++) {
+			mk(&r[i], 1, 0, SCHED_CLASS_BE, SCHED_OP_WRITE, 0, 1, (uint64_t)i * 4 * KIB,
+			   4 * KIB);
+			enq(sd, &r[i], 3);
+		}
+		cr_assert_eq(r[0].nr_merged, 2, "policy %d", p);
+		done(sd, disp(sd, 4), 5);
+		sched_destroy(sd);
+	}
+}
+
+/* max_copy_kb: every policy has it (1024 KiB by default, 4..65536), and sched_max_copy()
+ * gives the active policy's value in bytes. */
+Test(sched_core, max_copy_follows_the_active_policy)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_CFQ, true);
+	int64_t v;
+
+	cr_assert_eq(sched_max_copy(sd), 1024 * KIB);
+	cr_assert_eq(sched_tunable_set(sd, "max_copy_kb", 3), -EINVAL);
+	cr_assert_eq(sched_tunable_set(sd, "max_copy_kb", 65537), -EINVAL);
+	cr_assert_eq(sched_tunable_set(sd, "max_copy_kb", 64), 0);
+	cr_assert_eq(sched_max_copy(sd), 64 * KIB);
+	cr_assert_eq(sched_switch(sd, SCHED_POLICY_DEADLINE, 0), 0);
+	cr_assert_eq(sched_max_copy(sd), 1024 * KIB, "deadline keeps its own value");
+	cr_assert_eq(sched_tunable_set(sd, "max_copy_kb", 4), 0);
+	cr_assert_eq(sched_tunable_get(sd, "max_copy_kb", &v), 0);
+	cr_assert_eq(v, 4);
+	cr_assert_eq(sched_max_copy(sd), 4 * KIB);
+	cr_assert_eq(sched_switch(sd, SCHED_POLICY_NOOP, 0), 0);
+	cr_assert_eq(sched_max_copy(sd), 1024 * KIB);
 	sched_destroy(sd);
 }
 
