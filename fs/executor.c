@@ -137,6 +137,10 @@ struct exec_req {
 	/* --- jobs (kind != EK_IO); written by whoever holds the record, like the above --- */
 	uint8_t kind;		 /* enum er_kind */
 	bool copy_writing;	 /* EK_COPY: the piece queued or in flight is the write half */
+	bool job_live;		 /* a job from its enqueue to its answer: only then do
+				    interrupts touch the job fields below (a stale interrupt
+				    callback may run while the record is reused); protected by
+				    ex->lock */
 	bool job_stop;		 /* the caller is being killed: answer after the piece in
 				    flight; protected by ex->lock */
 	pid_t job_irq_tid;	 /* a caller that got a handled signal while a piece was in
@@ -249,6 +253,13 @@ static int check_locked(struct executor *ex, char *buf, size_t len)
 		CHECK(er->irq_tid == 0 || er->state == ER_QUEUED, "record %zu: watched in state %d",
 		      n, (int)er->state);
 		watched += er->irq_tid != 0;
+		/* (a record's kind and job fields are stable only while queued) */
+		CHECK(er->state != ER_QUEUED || er->kind <= EK_FALLOC, "record %zu: kind %d", n,
+		      (int)er->kind);
+		CHECK(er->state != ER_QUEUED || er->kind == EK_IO || er->job_left > 0,
+		      "record %zu: a job queued with nothing left to do", n);
+		CHECK(!er->job_live || er->state == ER_QUEUED || er->state == ER_RUNNING,
+		      "record %zu: a live job in state %d", n, (int)er->state);
 		if (er->charged) {
 			CHECK(er->charged_group < ex->nr_load, "record %zu: charged to group %" PRIu32
 			      " of %zu", n, er->charged_group, ex->nr_load);
@@ -552,7 +563,7 @@ static struct sched_rq *next_chain(struct executor *ex, sched_ns now)
 		struct exec_req *er = er_of(m);
 
 		er->state = ER_RUNNING;
-		if (er->kind != EK_IO && er->irq_tid)
+		if (er->job_live && er->irq_tid)
 			er->job_irq_tid = er->irq_tid; /* watched again with its next piece */
 		irq_unwatch(ex, er);
 		if (er->pinned) {
@@ -803,6 +814,7 @@ static bool job_continue(struct executor *ex, struct exec_req *er, sched_ns now)
 	return true;
 
 finish:
+	er->job_live = false;
 	if (er->job_stop && r >= 0 && er->job_done == 0)
 		r = -EINTR;
 	if (er->kind == EK_FALLOC)
@@ -964,6 +976,7 @@ static bool cancel_queued(struct executor *ex, struct exec_req *er)
 	if (er->state != ER_QUEUED || sched_cancel(ex->sd, &er->rq, now) != 0)
 		return false;
 	er->state = ER_RUNNING; /* ours now; nobody else will touch it */
+	er->job_live = false;
 	irq_unwatch(ex, er);
 	/* Its queue may have been what the scheduler waited on. */
 	dispatch_rest(ex, now);
@@ -1054,7 +1067,7 @@ static void on_interrupt(fuse_req_t req, void *data)
 			er->irq_tid = tid;
 			if (ex->nr_irq_watch++ == 0)
 				ex->irq_check_at = clk_now() + EXEC_IRQ_RECHECK_NS;
-		} else if (er->irq_req == req && er->state == ER_RUNNING && er->kind != EK_IO &&
+		} else if (er->irq_req == req && er->state == ER_RUNNING && er->job_live &&
 			   tid > 0) {
 			er->job_irq_tid = tid; /* a job's piece in flight: watch its next one */
 		}
@@ -1062,7 +1075,7 @@ static void on_interrupt(fuse_req_t req, void *data)
 		return;
 	}
 	pthread_mutex_lock(&ex->lock);
-	if (er->irq_req == req && er->state == ER_RUNNING && er->kind != EK_IO)
+	if (er->irq_req == req && er->state == ER_RUNNING && er->job_live)
 		er->job_stop = true; /* a job's piece in flight: it ends after that piece */
 	if (er->irq_req == req && er->state == ER_QUEUED) {
 		if (er->pinned)
@@ -1207,6 +1220,9 @@ static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 	if (err == 0) {
 		er->irq_req = er->req;
 		er->state = ER_QUEUED;
+		er->job_live = er->kind != EK_IO;
+		er->job_stop = false;
+		er->job_irq_tid = 0;
 		er->pinned = borrowed > 0; /* until we know who issues it */
 		/*
 		 * Inline issue (see exec_options.inline_io for when it is on): this thread takes
@@ -1294,8 +1310,6 @@ static struct exec_req *er_new(struct executor *ex, fuse_req_t req, int fd)
 	er->fd = fd;
 	er->result = 0;
 	er->kind = EK_IO;
-	er->job_stop = false;
-	er->job_irq_tid = 0;
 	return er;
 }
 

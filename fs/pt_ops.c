@@ -1169,7 +1169,8 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	CTL_GUARD_ERR(ino, EOPNOTSUPP);
 	/* Scheduled in the caller's queue as writes (exec_fallocate says how each mode is cut
 	 * and charged). The backing fd has the handle's O_APPEND, which fallocate ignores. */
-	classify_write(req, pf, fi->flags, false, &tag);
+	/* (FALLOCATE carries no file flags: those of the open count) */
+	classify_write(req, pf, pf->flags, false, &tag);
 	exec_fallocate(pt__fs(req)->ex, req, pf->fd, mode, offset, length, &tag);
 }
 
@@ -1225,8 +1226,9 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		return;
 	}
 	pt_classify(pt__fs(req)->opts.cls, req, &pin->opener, pin->fd,
-		    pt_rq_flags(SCHED_OP_READ, fi_in->flags, false, false), &tag_in);
-	classify_write(req, pout, fi_out->flags, false, &tag_out);
+		    pt_rq_flags(SCHED_OP_READ, pin->flags, false, false), &tag_in);
+	/* (COPY_FILE_RANGE carries no file flags: those of the opens count) */
+	classify_write(req, pout, pout->flags, false, &tag_out);
 	exec_copy(pt__fs(req)->ex, req, pin->fd, off_in, &tag_in, out_fd, off_out, &tag_out, len);
 }
 
