@@ -183,10 +183,10 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 	size_t chunk = sp->write_chunk ? sp->write_chunk : 1024 * 1024;
 	size_t wrap = sp->wrap ? sp->wrap : 16 * 1024 * 1024;
 	uint64_t seed = sp->seed ? sp->seed : 0x9e3779b97f4a7c15ull * (i + 1);
-	uint64_t t0, stop, off = sp->kind == WL_SEQ_READ ? sp->offset : 0;
+	uint64_t t0, stop, off = sp->kind == WL_SEQ_READ || sp->kind == WL_COPY ? sp->offset : 0;
 	struct stat st;
 	char *buf;
-	int fd;
+	int fd, dfd = -1;
 
 	errno = 0;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
@@ -219,6 +219,14 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 		fd = open(sp->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		CHILD_FAIL(sl, "open %.120s", sp->path);
+	if (sp->kind == WL_COPY) {
+		char dst[4200];
+
+		snprintf(dst, sizeof(dst), "%s.copy", sp->path);
+		dfd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (dfd < 0)
+			CHILD_FAIL(sl, "open %.120s", dst);
+	}
 	if (fstat(fd, &st) != 0)
 		CHILD_FAIL(sl, "fstat %.120s", sp->path);
 	if (sp->kind != WL_WRITE_FSYNC && (size_t)st.st_size < bs)
@@ -279,16 +287,30 @@ static int child_main(const struct wl_run *r, size_t i, pid_t parent)
 				CHILD_FAIL(sl, "%s %.120s", sp->datasync ? "fdatasync" : "fsync",
 					   sp->path);
 			break;
+		case WL_COPY: {
+			loff_t in = (loff_t)off, out = (loff_t)off;
+
+			n = copy_file_range(fd, &in, dfd, &out, bs, 0);
+			if (n == 0 && off > sp->offset) {
+				off = sp->offset;
+				continue;
+			}
+			off += n > 0 ? (uint64_t)n : 0;
+			break;
+		}
 		case WL_AIO_READ: /* aio_loop() above */
 			break;
 		}
 		if (n <= 0)
-			CHILD_FAIL(sl, "read %.120s at %llu returned %zd", sp->path,
+			CHILD_FAIL(sl, "%s %.120s at %llu returned %zd",
+				   sp->kind == WL_COPY ? "copy_file_range" : "read", sp->path,
 				   (unsigned long long)off, n);
 		record(sl, t0, start, now_ns(), (size_t)n);
 		if (sp->think_us)
 			sleep_us(sp->think_us);
 	}
+	if (dfd >= 0)
+		close(dfd);
 	close(fd);
 	free(buf);
 	sl->state = SLOT_DONE;

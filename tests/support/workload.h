@@ -45,6 +45,9 @@ enum wl_kind {
 	WL_AIO_READ = 3,    /* O_DIRECT sequential reads, `depth` in flight through the kernel's
 			       native AIO (io_submit), as fio's libaio engine; FUSE sends them as
 			       background requests */
+	WL_COPY = 4,	    /* copy_file_range(bs) of `path` from `offset` on, to the same
+			       offsets of "<path>.copy" (created), wrapping at EOF, as cp does;
+			       a record's bytes are those copied */
 };
 
 struct wl_spec {
