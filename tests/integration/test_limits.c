@@ -72,9 +72,12 @@ static void fini(void)
 
 TestSuite(limits, .init = init, .fini = fini, .timeout = 120);
 
+/* What a hog thread does: */
+enum hog_op { HOG_READ, HOG_WRITE, HOG_COPY /* copy_file_range from `path` to its own file */ };
+
 struct hog_arg {
 	const char *path;
-	bool write;
+	enum hog_op op;
 	size_t len;
 	unsigned idx;
 };
@@ -102,17 +105,21 @@ static void *hog_thread(void *arg)
 	/* Writers use a file each: the kernel serialises direct writes to one file (the inode
 	 * lock), which would leave a single write outstanding. */
 	snprintf(own, sizeof(own), "%s.%u", a->path, a->idx);
-	int fd = a->write ? open(own, O_WRONLY | O_CREAT, 0644) : open(a->path, O_RDONLY);
+	int fd = a->op == HOG_WRITE ? open(own, O_WRONLY | O_CREAT, 0644) : open(a->path, O_RDONLY);
+	int dfd = a->op == HOG_COPY ? open(own, O_WRONLY | O_CREAT, 0644) : -2;
 
 	atomic_fetch_add(&sh->hog_ready, 1);
-	if (fd < 0 || !buf) {
+	if (fd < 0 || dfd == -1 || !buf) {
 		count(-1);
 		goto out;
 	}
 	memset(buf, 'h', a->len);
 	while (!atomic_load(&sh->stop)) {
 		off_t off = (off_t)(rand_r(&seed) % (FILE_SIZE / a->len)) * (off_t)a->len;
-		ssize_t r = a->write ? pwrite(fd, buf, a->len, off) : pread(fd, buf, a->len, off);
+		loff_t in = off, out = off;
+		ssize_t r = a->op == HOG_WRITE  ? pwrite(fd, buf, a->len, off)
+			    : a->op == HOG_COPY ? copy_file_range(fd, &in, dfd, &out, a->len, 0)
+						: pread(fd, buf, a->len, off);
 		count(r);
 		if (r < 0) /* back off as a polite client would; spinning only burns the CPU */
 			usleep(1000);
@@ -120,12 +127,14 @@ static void *hog_thread(void *arg)
 out:
 	if (fd >= 0)
 		close(fd);
+	if (dfd >= 0)
+		close(dfd);
 	free(buf);
 	return NULL;
 }
 
 /* The hog: a process named cfqfs-hog whose HOG_THREADS threads hammer `path` until stop. */
-static pid_t start_hog(const char *path, bool write, size_t len)
+static pid_t start_hog(const char *path, enum hog_op op, size_t len)
 {
 	/* No cr_ call between fork and the child test: Criterion's reporting socket is shared,
 	 * and a child sending on it deadlocks both. */
@@ -138,7 +147,7 @@ static pid_t start_hog(const char *path, bool write, size_t len)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		prctl(PR_SET_NAME, "cfqfs-hog");
 		for (unsigned i = 0; i < HOG_THREADS; i++) {
-			a[i] = (struct hog_arg){ .path = path, .write = write, .len = len, .idx = i };
+			a[i] = (struct hog_arg){ .path = path, .op = op, .len = len, .idx = i };
 			pthread_create(&t[i], NULL, hog_thread, &a[i]);
 		}
 		for (unsigned i = 0; i < HOG_THREADS; i++)
@@ -207,16 +216,16 @@ static bool log_mentions(const char *what)
 	return strstr(text, what) != NULL;
 }
 
-static void run_queue_case(const char *opts, bool write, size_t hog_len, size_t vic_len,
+static void run_queue_case(const char *opts, enum hog_op op, size_t hog_len, size_t vic_len,
 			   unsigned vic_n)
 {
 	cr_assert_eq(wl_make_file(src_path(&m, "hog"), FILE_SIZE), 0);
 	cr_assert_eq(wl_make_file(src_path(&m, "vic"), FILE_SIZE), 0);
 	wl_cr_mount(&m, conf_text, opts);
 
-	pid_t hog = start_hog(mnt_path(&m, "hog"), write, hog_len);
+	pid_t hog = start_hog(mnt_path(&m, "hog"), op, hog_len);
 	wait_hog_started();
-	struct vic_arg va = { .path = mnt_path(&m, "vic"), .write = write, .len = vic_len,
+	struct vic_arg va = { .path = mnt_path(&m, "vic"), .write = op != HOG_READ, .len = vic_len,
 			      .n = vic_n };
 	int vrc = mnt_fork_run(victim, &va, 90000);
 	long eagain_during = atomic_load(&sh->hog_eagain);
@@ -238,12 +247,21 @@ static void run_queue_case(const char *opts, bool write, size_t hog_len, size_t 
 
 Test(limits, queue_limit_refuses_the_flooding_group_only)
 {
-	run_queue_case("direct_io,device=hdd,depth=1,queue_limit=16", false, 4096, 4096, 40);
+	run_queue_case("direct_io,device=hdd,depth=1,queue_limit=16", HOG_READ, 4096, 4096, 40);
+}
+
+/* A copy holds one max_copy_kb piece (here 256 KiB) of queue_limit_mb from submission to its
+ * answer, so 48 copying threads pass 1 MiB at the fifth: the copying group is refused with
+ * EAGAIN (nothing else), the writing victim is not. */
+Test(limits, queue_limit_mb_bounds_copies)
+{
+	run_queue_case("direct_io,device=hdd,depth=1,queue_limit_mb=1,max_copy_kb=256", HOG_COPY,
+		       256 << 10, 64 << 10, 16);
 }
 
 Test(limits, queue_limit_mb_bounds_buffered_write_data)
 {
-	run_queue_case("direct_io,device=hdd,depth=1,queue_limit_mb=1", true, 128 << 10,
+	run_queue_case("direct_io,device=hdd,depth=1,queue_limit_mb=1", HOG_WRITE, 128 << 10,
 		       64 << 10, 16);
 }
 
@@ -270,7 +288,7 @@ Test(limits, fsync_is_never_refused)
 	cr_assert_eq(wl_make_file(src_path(&m, "hog"), FILE_SIZE), 0);
 	wl_cr_mount(&m, conf_text, "direct_io,device=hdd,depth=1,queue_limit=16");
 
-	pid_t hog = start_hog(mnt_path(&m, "hog"), false, 4096);
+	pid_t hog = start_hog(mnt_path(&m, "hog"), HOG_READ, 4096);
 	wait_hog_started();
 	long eagain0 = atomic_load(&sh->hog_eagain);
 	int rc = mnt_fork_run(hog_fsyncs, (void *)mnt_path(&m, "hog"), 90000);
@@ -674,7 +692,7 @@ Test(limits, killed_groups_are_freed)
 {
 	cr_assert_eq(wl_make_file(src_path(&m, "hog"), FILE_SIZE), 0);
 	wl_cr_mount(&m, conf_text, "direct_io,device=hdd,depth=1,group_expire_ms=300");
-	pid_t hog = start_hog(mnt_path(&m, "hog"), false, 4096);
+	pid_t hog = start_hog(mnt_path(&m, "hog"), HOG_READ, 4096);
 	wait_hog_started();
 	cr_assert(group_listed("hog"), "the hog's group is not listed while it reads");
 	cr_assert_eq(kill(hog, SIGKILL), 0);
