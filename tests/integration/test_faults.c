@@ -15,6 +15,7 @@
  *     until the release, after which every client finishes and the daemon exits 0;
  *   - with a single-threaded FUSE loop (-s), or fewer FUSE threads than depth, hung reads
  *     never hold the FUSE threads: metadata and the control files keep working.
+ *     The same for copy_file_range calls whose source reads hang (copies are scheduled).
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -372,6 +373,43 @@ static pid_t spawn_reader(size_t slot, const char *comm, const char *path, uint3
 	return pid;
 }
 
+/* Child: named `comm`, copies STALL_LEN bytes of `path` to `to` with copy_file_range (looping
+ * on short counts, as cp does), then reads the copy back and checks it (exit codes as
+ * spawn_reader's). */
+static pid_t spawn_copier(size_t slot, const char *comm, const char *path, const char *to,
+			  uint32_t seed)
+{
+	pid_t pid = fork(); /* no cr_ call before the child leaves: it would deadlock */
+
+	if (pid == 0) {
+		static char buf[STALL_LEN];
+		loff_t in = 0, out = 0;
+		int fd, dfd;
+		ssize_t n = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, comm);
+		fd = open(path, O_RDONLY);
+		dfd = open(to, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dfd < 0)
+			_exit(CH_EXIT_SETUP);
+		while (in < (loff_t)STALL_LEN &&
+		       (n = copy_file_range(fd, &in, dfd, &out, STALL_LEN - (size_t)in, 0)) > 0)
+			;
+		if (n < 0)
+			_exit(CH_EXIT_ERRNO + (errno > 150 ? 150 : errno));
+		if (in != (loff_t)STALL_LEN || pread(dfd, buf, STALL_LEN, 0) != (ssize_t)STALL_LEN)
+			_exit(CH_EXIT_SHORT);
+		for (size_t i = 0; i < STALL_LEN; i++)
+			if ((uint8_t)buf[i] != ch_pat(seed, i))
+				_exit(CH_EXIT_CORRUPT);
+		_exit(0);
+	}
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	kids[slot] = pid;
+	return pid;
+}
+
 static bool still_running(size_t slot)
 {
 	int st;
@@ -531,10 +569,11 @@ static pid_t spawn_probe(size_t slot, unsigned want)
 	return pid;
 }
 
-/* Mounts with `args` (no config), hangs `nstall` reads on SOURCE and checks that the mount
- * still answers metadata and control-file requests; then releases them. */
+/* Mounts with `args` (no config), hangs `nstall` reads (`copies`: copy_file_range calls,
+ * whose source reads hang) on SOURCE and checks that the mount still answers metadata and
+ * control-file requests; then releases them. */
 static void hung_reads_leave_fuse_threads_free(const char *const *args, size_t nstall,
-					       const char *what)
+					       bool copies, const char *what)
 {
 	char name[32];
 	int rc, ret;
@@ -547,7 +586,15 @@ static void hung_reads_leave_fuse_threads_free(const char *const *args, size_t n
 	}
 	for (size_t i = 0; i < nstall; i++) {
 		snprintf(name, sizeof(name), "stall%zu", i);
-		spawn_reader(i, "ff-stall", mnt_path(&M, name), STALL_SEED, STALL_LEN);
+		if (copies) {
+			char to[PATH_MAX];
+
+			snprintf(to, sizeof(to), "%s", mnt_path(&M, "copy-of-"));
+			strncat(to, name, sizeof(to) - strlen(to) - 1);
+			spawn_copier(i, "ff-stall", mnt_path(&M, name), to, STALL_SEED);
+		} else {
+			spawn_reader(i, "ff-stall", mnt_path(&M, name), STALL_SEED, STALL_LEN);
+		}
 	}
 	spawn_probe(nstall, (unsigned)nstall);
 	rc = reap(nstall, 15);
@@ -572,7 +619,7 @@ Test(faults, single_threaded_loop_answers_metadata_while_a_read_hangs)
 {
 	static const char *const args[] = { "-s", "-o", "direct_io,depth=4", NULL };
 
-	hung_reads_leave_fuse_threads_free(args, 1, "-s");
+	hung_reads_leave_fuse_threads_free(args, 1, false, "-s");
 }
 
 /* noop dispatches every queued read at once: a FUSE thread that issued what it was given
@@ -582,5 +629,23 @@ Test(faults, fewer_fuse_threads_than_depth_answer_while_depth_reads_hang)
 	static const char *const args[] = { "-o", "direct_io,depth=4,max_threads=2,scheduler=noop",
 					     NULL };
 
-	hung_reads_leave_fuse_threads_free(args, DEPTH, "max_threads=2, depth=4");
+	hung_reads_leave_fuse_threads_free(args, DEPTH, false, "max_threads=2, depth=4");
+}
+
+/* Copies are scheduled like reads (their source pieces are reads issued by the workers): two
+ * copies stuck on SOURCE hold two workers, never a FUSE thread, so stat and stat.json answer;
+ * after the release both copies complete, exact. Before copies were scheduled, they ran on
+ * the FUSE threads and two of them stopped the mount answering. */
+Test(faults, two_stalled_copies_leave_metadata_and_control_files_answering)
+{
+	static const char *const args[] = { "-o", "direct_io,depth=4,max_threads=2", NULL };
+
+	hung_reads_leave_fuse_threads_free(args, 2, true, "two copies, max_threads=2");
+}
+
+Test(faults, single_threaded_loop_answers_while_a_copy_hangs)
+{
+	static const char *const args[] = { "-s", "-o", "direct_io,depth=4", NULL };
+
+	hung_reads_leave_fuse_threads_free(args, 1, true, "a copy, -s");
 }
