@@ -48,19 +48,20 @@ enum fsx_op {
 	OP_FSYNC,
 	OP_FDATASYNC,
 	OP_REOPEN,
+	OP_COPY,	/* copy_file_range within the file (overlapping ranges: EINVAL) */
 	OP_VERIFY,	/* periodic whole-file check; never drawn */
 	OP_COUNT
 };
 
 static const char *const op_name[OP_COUNT] = {
 	"read", "write", "mapread", "mapwrite", "truncate", "falloc", "punch", "zero",
-	"fsync", "fdatasync", "reopen", "verify",
+	"fsync", "fdatasync", "reopen", "copy", "verify",
 };
 
 /* Plural names for the summary line. */
 static const char *const op_stat[OP_COUNT] = {
 	"reads", "writes", "mapreads", "mapwrites", "truncates", "fallocs", "punches", "zeroes",
-	"fsyncs", "fdatasyncs", "reopens", "verifies",
+	"fsyncs", "fdatasyncs", "reopens", "copies", "verifies",
 };
 
 /*
@@ -70,9 +71,9 @@ static const char *const op_stat[OP_COUNT] = {
  * a write.
  */
 static const unsigned op_weight[OP_COUNT] = {
-	[OP_READ] = 300,  [OP_WRITE] = 300,  [OP_MAPREAD] = 120, [OP_MAPWRITE] = 120,
+	[OP_READ] = 270,  [OP_WRITE] = 300,  [OP_MAPREAD] = 120, [OP_MAPWRITE] = 120,
 	[OP_TRUNCATE] = 20, [OP_FALLOC] = 20, [OP_PUNCH] = 30,  [OP_ZERO] = 30,
-	[OP_FSYNC] = 2,   [OP_FDATASYNC] = 2, [OP_REOPEN] = 56,
+	[OP_FSYNC] = 2,   [OP_FDATASYNC] = 2, [OP_REOPEN] = 56, [OP_COPY] = 30,
 };
 
 /* One mapped write in MAPWRITE_SYNC_EVERY ends with msync(MS_SYNC), the others MS_ASYNC. */
@@ -454,6 +455,60 @@ static int do_fallocate(struct fsx *f, enum fsx_op op, int mode, uint64_t off, u
 	return 0;
 }
 
+/*
+ * copy_file_range of up to `len` bytes from `src` to `dst` within the file, looping on short
+ * counts as callers do. Linux first shortens the copy to the source's end of file, then
+ * refuses it with EINVAL if the two ranges overlap (generic_copy_file_checks); a copy that
+ * starts at or past EOF copies nothing. The model does the same; the file must agree.
+ */
+static int do_copy(struct fsx *f, uint64_t src, uint64_t dst, uint64_t len)
+{
+	uint64_t count = src < f->size ? (len < f->size - src ? len : f->size - src) : 0;
+	bool overlap = count > 0 && dst + count > src && dst < src + count;
+	uint64_t done = 0;
+
+	rec_cur(f)->mode = (int)(src & 0x7fffffff); /* shown as mode= in the log: the source */
+	while (done < count || (count == 0 && done == 0)) {
+		loff_t in = (loff_t)(src + done), out = (loff_t)(dst + done);
+		ssize_t n = copy_file_range(f->fd, &in, f->fd, &out, (size_t)(len - done), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && overlap && done == 0)
+			return 0; /* refused, as the model says: nothing changed */
+		if (n < 0)
+			return fail_op(f, overlap ? "copy_file_range (overlap, EINVAL expected)"
+						  : "copy_file_range", errno);
+		if (overlap) {
+			f->mismatches++;
+			fprintf(stderr, "fsx: op %" PRIu64 " (copy): overlapping copy 0x%" PRIx64
+				" -> 0x%" PRIx64 " of 0x%" PRIx64 " bytes returned %zd, not EINVAL\n",
+				f->seq, src, dst, count, n);
+			print_log(f);
+			return -EILSEQ;
+		}
+		if (n == 0)
+			break;
+		done += (uint64_t)n;
+	}
+	if (done != count) {
+		f->mismatches++;
+		fprintf(stderr, "fsx: op %" PRIu64 " (copy): copied 0x%" PRIx64 " of 0x%" PRIx64
+			" bytes from 0x%" PRIx64 " (file size 0x%" PRIx64 ")\n", f->seq, done, count,
+			src, f->size);
+		print_log(f);
+		return -EILSEQ;
+	}
+	if (count > 0) {
+		memmove(f->model + dst, f->model + src, count);
+		for (uint64_t i = 0; i < count; i++)
+			f->owner[dst + i] = (uint32_t)f->seq;
+		if (dst + count > f->size)
+			f->size = dst + count;
+	}
+	return 0;
+}
+
 static int do_sync(struct fsx *f, bool data_only)
 {
 	if ((data_only ? fdatasync(f->fd) : fsync(f->fd)) == -1)
@@ -574,6 +629,10 @@ static int step(struct fsx *f)
 	case OP_REOPEN:
 		ret = do_reopen(f);
 		break;
+	case OP_COPY: /* the source mostly inside the file, sometimes past its end */
+		ret = do_copy(f, f->size > 0 && (aux & 7) != 0 ? aux % f->size : aux % maxlen, off,
+			      len);
+		break;
 	case OP_VERIFY:
 	case OP_COUNT:
 		break;
@@ -644,6 +703,7 @@ static void usage(FILE *out)
 		"  -F         no fallocate (plain and KEEP_SIZE)\n"
 		"  -H / -Z    no PUNCH_HOLE / no ZERO_RANGE\n"
 		"  -T         no truncate\n"
+		"  -C         no copy_file_range\n"
 		"  -y         no fsync/fdatasync\n"
 		"  -q         quiet: only the summary line and failures\n"
 		"FILE is created or truncated. Exit: 0 ok, 1 mismatch, 2 error, 64 usage.\n");
@@ -670,7 +730,7 @@ static int parse_args(int argc, char **argv, struct fsx_opts *o)
 
 	*o = (struct fsx_opts){ .nops = 10000, .seed = 1, .maxlen = 256 * 1024,
 				.maxop = 64 * 1024, .check_every = 1000 };
-	while ((c = getopt(argc, argv, "N:S:l:o:c:RWFHZTyqh")) != -1) {
+	while ((c = getopt(argc, argv, "N:S:l:o:c:RWFHZTCyqh")) != -1) {
 		switch (c) {
 		case 'N':
 		case 'S':
@@ -709,6 +769,9 @@ static int parse_args(int argc, char **argv, struct fsx_opts *o)
 			break;
 		case 'T':
 			o->off[OP_TRUNCATE] = true;
+			break;
+		case 'C':
+			o->off[OP_COPY] = true;
 			break;
 		case 'y':
 			o->off[OP_FSYNC] = o->off[OP_FDATASYNC] = true;
