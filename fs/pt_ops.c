@@ -1168,8 +1168,8 @@ static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 
 	CTL_GUARD_ERR(ino, EOPNOTSUPP);
 	/* Scheduled in the caller's queue as writes (exec_fallocate says how each mode is cut
-	 * and charged). The backing fd has the handle's O_APPEND, which fallocate ignores. */
-	/* (FALLOCATE carries no file flags: those of the open count) */
+	 * and charged), with the flags of the open: FALLOCATE carries none. The backing fd has
+	 * the handle's O_APPEND, which fallocate ignores. */
 	classify_write(req, pf, pf->flags, false, &tag);
 	exec_fallocate(pt__fs(req)->ex, req, pf->fd, mode, offset, length, &tag);
 }

@@ -752,7 +752,9 @@ struct sched_rq *sched__merge(struct sched *sd, struct sched_tree *tree, struct 
 	*replaced = NULL;
 	if (max_bytes == 0 || rq->len == 0 || rq->len > max_bytes)
 		return NULL;
-	if ((rq->op != SCHED_OP_READ && rq->op != SCHED_OP_WRITE) || (rq->flags & SCHED_RQ_NOMERGE))
+	if (rq->op != SCHED_OP_READ && rq->op != SCHED_OP_WRITE)
+		return NULL;
+	if (rq->flags & SCHED_RQ_NOMERGE)
 		return NULL;
 	/* back merge: the head sorting last at or before rq->offset ends where rq starts */
 	n = sched_tree_floor(tree, &k, rq_key_cmp);

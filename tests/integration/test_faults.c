@@ -342,6 +342,16 @@ Test(faults, eio_with_direct_io_counts_one_error_per_request)
 
 /* --- stalls --------------------------------------------------------------------------- */
 
+/* A child's exit code for `len` bytes read back: 0 if they are ch_pat(seed), else
+ * CH_EXIT_CORRUPT. */
+static int pattern_exit(const char *buf, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((uint8_t)buf[i] != ch_pat(seed, i))
+			return CH_EXIT_CORRUPT;
+	return 0;
+}
+
 /* Child: named `comm`, reads STALL_LEN bytes of `path` and checks them (exit 0 = correct). */
 static pid_t spawn_reader(size_t slot, const char *comm, const char *path, uint32_t seed,
 			  size_t len)
@@ -363,10 +373,7 @@ static pid_t spawn_reader(size_t slot, const char *comm, const char *path, uint3
 			_exit(CH_EXIT_ERRNO + (errno > 150 ? 150 : errno));
 		if ((size_t)n != len)
 			_exit(CH_EXIT_SHORT);
-		for (size_t i = 0; i < len; i++)
-			if ((uint8_t)buf[i] != ch_pat(seed, i))
-				_exit(CH_EXIT_CORRUPT);
-		_exit(0);
+		_exit(pattern_exit(buf, len, seed));
 	}
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 	kids[slot] = pid;
@@ -400,10 +407,7 @@ static pid_t spawn_copier(size_t slot, const char *comm, const char *path, const
 			_exit(CH_EXIT_ERRNO + (errno > 150 ? 150 : errno));
 		if (in != (loff_t)STALL_LEN || pread(dfd, buf, STALL_LEN, 0) != (ssize_t)STALL_LEN)
 			_exit(CH_EXIT_SHORT);
-		for (size_t i = 0; i < STALL_LEN; i++)
-			if ((uint8_t)buf[i] != ch_pat(seed, i))
-				_exit(CH_EXIT_CORRUPT);
-		_exit(0);
+		_exit(pattern_exit(buf, STALL_LEN, seed));
 	}
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 	kids[slot] = pid;
