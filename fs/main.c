@@ -724,6 +724,21 @@ int main(int argc, char **argv)
 
 	if (cli_is_command(argc, argv)) /* cfqfs stat|set MOUNTPOINT ... (cli.h) */
 		return cli_main(argc, argv);
+	/*
+	 * A signal waits until the daemon can act on it: SIGHUP (reload) until the reloader's
+	 * sigwait takes it, SIGTERM and SIGINT (a clean unmount) until the session loop runs,
+	 * where libfuse's handlers end it. Blocked here, before any thread exists, so every
+	 * thread inherits the mask (only the loop's own threads get TERM and INT back).
+	 * Unblocked, a SIGHUP 5 ms into the start-up killed the daemon (exit 129, no mount).
+	 * (fuse_daemonize()'s fork drops what is pending in the parent: there, a signal sent
+	 * before it is lost rather than acted on.)
+	 */
+	sigset_t early;
+	sigemptyset(&early);
+	sigaddset(&early, SIGHUP);
+	sigaddset(&early, SIGTERM);
+	sigaddset(&early, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &early, NULL);
 	if (parse_cmdline(&cl, argc, argv))
 		goto out;
 	err = absolute_config(&cl);
@@ -827,12 +842,9 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	log_setup(cl.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO, !cl.foreground);
-	/* SIGHUP reloads instead of unmounting (libfuse's handler): blocked in every thread
-	 * started from here on, taken by sigwait in the reloader. */
-	sigset_t hup;
-	sigemptyset(&hup);
-	sigaddset(&hup, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	/* (SIGHUP, SIGTERM and SIGINT are still blocked: see main's start. SIGHUP stays so in
+	 * every thread, for the reloader's sigwait, instead of unmounting by libfuse's
+	 * handler.) */
 	err = exec_start(ex);
 	if (err) {
 		LOG_ERR("cannot start I/O workers: %s", strerror(-err));
@@ -849,6 +861,9 @@ int main(int argc, char **argv)
 		 probe.rotational ? "yes" : "no", probe.why);
 	log_sched_info(ex, cfg.depth, cfg.ctl_dir);
 
+	/* From here a SIGTERM or SIGINT, also one sent during the start-up, ends the loop. */
+	sigdelset(&early, SIGHUP);
+	pthread_sigmask(SIG_UNBLOCK, &early, NULL);
 	if (cl.single_thread) {
 		err = fuse_session_loop(se);
 	} else {
