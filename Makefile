@@ -36,7 +36,10 @@ build: deps $(BUILD)/CMakeCache.txt
 
 test: test-normal test-san
 
+# Re-configures first: a tree configured by `make build` before Criterion was installed has no
+# test suites until CMake looks again.
 test-normal: deps-test $(BUILD)/CMakeCache.txt
+	$(CMAKE) -S . -B $(BUILD) >/dev/null
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
 
