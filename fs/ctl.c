@@ -622,11 +622,11 @@ static void gen_iostat_line(struct sbuf *b, const struct snap_group *g)
 		  " rbytes=%" PRIu64 " wbytes=%" PRIu64 " rios=%" PRIu64 " wios=%" PRIu64
 		  " dbytes=0 dios=0 wait_usec=%" PRIu64 " service_usec=%" PRIu64
 		  " slices=%" PRIu64 " idle_usec=%" PRIu64 " merged=%" PRIu64 " queued=%" PRIu64
-		  " p99_usec=%" PRIu64 "\n",
+		  " p99_usec=%" PRIu64 " disk_usec=%" PRIu64 "\n",
 		  sum2(st->bytes[SCHED_DIR_READ]), sum2(st->bytes[SCHED_DIR_WRITE]),
 		  sum2(st->ios[SCHED_DIR_READ]), sum2(st->ios[SCHED_DIR_WRITE]), us(st->wait_time),
 		  us(st->service_time), st->slices, us(st->idle_time), st->merged, st->queued,
-		  us(sched_hist_percentile(&st->latency, 990)));
+		  us(sched_hist_percentile(&st->latency, 990)), us(st->disk_time));
 }
 
 static void gen_scheduler(struct sbuf *b, const struct snap *s)

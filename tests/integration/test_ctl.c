@@ -189,7 +189,7 @@ static void expected_tunables(enum sched_policy p, char *buf, size_t size)
 static const char *const iostat_keys[] = { "rbytes",	 "wbytes",	 "rios",   "wios",
 					   "dbytes",	 "dios",	 "wait_usec", "service_usec",
 					   "slices",	 "idle_usec",	 "merged", "queued",
-					   "p99_usec" };
+					   "p99_usec",	 "disk_usec" };
 #define NKEYS (sizeof(iostat_keys) / sizeof(iostat_keys[0]))
 
 struct iostat_line {

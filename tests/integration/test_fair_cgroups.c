@@ -114,19 +114,34 @@ static double skew(double ratio)
 }
 
 /*
- * Two greedy sequential readers in cgroups of weight 100 and 400 under `sched_opts`. Returns
- * bytes(400) / bytes(100) over [WARMUP_S, dur); prints the details. Leaves the mount up.
+ * Weighted shares are judged on bytes, what the readers got, over a run of a few seconds.
+ * One run on a loaded machine can miss: CI once saw w100 18.5 MB/s against w400 51.3 (ratio
+ * 2.78), the heavier reader slow to send its next request inside its own slices, where this
+ * machine gives 3.8..4.3 even with both cores under real-time busy loops. So a run outside the
+ * tolerance is measured again, up to TRIES runs on the same mount, each printed; the test
+ * fails when none is within it. A scheduler that ignores weights, or serves them wrong, misses
+ * every run; what a retry forgives is one unlucky run.
  */
-static double seq_pair_ratio(const char *sched_opts, const char *what, bool by_rule)
+#define TRIES 3u
+
+/* The device time io.stat says a group was charged [us] (disk_usec, counted when a slice
+ * ends), printed beside the bytes to tell a slow reader from a wrong share. */
+static uint64_t group_time_us(const struct cgt *cg)
+{
+	return wl_iostat_or_0(&M, cg->name, "disk_usec");
+}
+
+static double ratio_or_neg(uint64_t num, uint64_t den)
+{
+	return den ? (double)num / (double)den : -1.0;
+}
+
+/* Creates (on first use) the 100 and 400 cgroups and their files, and mounts the emulated
+ * hdd under `sched_opts`. */
+static void seq_pair_mount(const char *sched_opts, bool by_rule)
 {
 	static const char *const files[] = { "a.dat", "b.dat" };
-	const double dur = 4.0;
-	struct wl_spec s[2] = {
-		{ .label = "w100", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
-		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
-	};
 	struct cgt *cgs[] = { &CA, &CB };
-	double a, b;
 
 	if (!CA.dir[0]) {
 		void (*make)(struct cgt *, const char *, unsigned) = by_rule ? make_cg_rule : make_cg;
@@ -136,16 +151,58 @@ static double seq_pair_ratio(const char *sched_opts, const char *what, bool by_r
 		make_files(files, 2);
 	}
 	mount_hdd(cgs, 2, sched_opts);
+}
+
+/*
+ * One run of two greedy sequential readers, in CA (100) and CB (400), on the mount
+ * seq_pair_mount() made. Returns bytes(400) / bytes(100) over [WARMUP_S, end); prints the
+ * details, device time included.
+ */
+static double seq_pair_run(const char *what)
+{
+	const double dur = 4.0, end = dur - 0.2;
+	struct wl_spec s[2] = {
+		{ .label = "w100", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
+		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
+	};
+	uint64_t ta0, tb0, ta1, tb1;
+	double a, b;
+
 	run(s, 2, dur);
+	wl_sleep_until(&R, WARMUP_S);
+	ta0 = group_time_us(&CA);
+	tb0 = group_time_us(&CB);
+	wl_sleep_until(&R, end);
+	ta1 = group_time_us(&CA);
+	tb1 = group_time_us(&CB);
 	finish_run();
-	a = (double)wl_bytes(&R, 0, WARMUP_S, dur);
-	b = (double)wl_bytes(&R, 1, WARMUP_S, dur);
-	fprintf(stderr, "fair_cgroups %s: w100 %.1f MB/s, w400 %.1f MB/s, ratio %.2f (want 4)\n",
-		what, a / (dur - WARMUP_S) / 1e6, b / (dur - WARMUP_S) / 1e6, a > 0 ? b / a : -1.0);
+	a = (double)wl_bytes(&R, 0, WARMUP_S, end);
+	b = (double)wl_bytes(&R, 1, WARMUP_S, end);
+	fprintf(stderr,
+		"fair_cgroups %s: w100 %.1f MB/s, w400 %.1f MB/s, ratio %.2f (want 4); device "
+		"time w100 %.0f ms, w400 %.0f ms, ratio %.2f\n",
+		what, a / (end - WARMUP_S) / 1e6, b / (end - WARMUP_S) / 1e6, a > 0 ? b / a : -1.0,
+		(double)(ta1 - ta0) / 1e3, (double)(tb1 - tb0) / 1e3,
+		ratio_or_neg(tb1 - tb0, ta1 - ta0));
 	cr_assert(a > 0 && b > 0, "%s: a reader got nothing (w100 %.0f, w400 %.0f bytes)", what, a,
 		  b);
 	wl_free(&R);
 	return b / a;
+}
+
+/* seq_pair_run() up to TRIES times until its ratio is within `tol` of 4; returns the last. */
+static double seq_pair_ratio(const char *what, double tol)
+{
+	double ratio = 0;
+
+	for (unsigned t = 1; t <= TRIES; t++) {
+		ratio = seq_pair_run(what);
+		if (rel_err(ratio, 4.0) <= tol)
+			break;
+		fprintf(stderr, "fair_cgroups %s: run %u of %u outside 4 +- %.0f%%\n", what, t,
+			TRIES, tol * 100);
+	}
+	return ratio;
 }
 
 /* ---- tests -------------------------------------------------------------------------------- */
@@ -154,10 +211,13 @@ Test(fair_cgroups, sequential_readers_share_by_rule_weight_100_400)
 {
 	/* weights from config rules on the cgroups (the cgroups' own files, if any, say 100:100
 	 * or nothing), so this holds on any host; the next tests cover weight files */
-	double ratio = seq_pair_ratio(NULL, "cfq sequential (rule weights)", true);
+	double ratio;
 
+	seq_pair_mount(NULL, true);
+	ratio = seq_pair_ratio("cfq sequential (rule weights)", 0.20);
 	cr_assert(rel_err(ratio, 4.0) <= 0.20,
-		  "bytes ratio w400:w100 = %.2f, want 4 +- 20%% (3.2..4.8)", ratio);
+		  "bytes ratio w400:w100 outside 4 +- 20%% (3.2..4.8) in each of %u runs, the "
+		  "last %.2f", TRIES, ratio);
 	mnt_cr_finish(&M);
 }
 
@@ -225,7 +285,8 @@ Test(fair_cgroups, equal_readers_in_one_group_are_fair)
 /*
  * Reader A starts in a cgroup of weight 100 against B in 400; at 3 s the test moves A (from
  * outside, by pid) into a cgroup of weight 1000. The classification cache expires after
- * cache_ttl_ms = 1000, so from 3 s + 1 s + slack on A must get ~1000:400 of B.
+ * cache_ttl_ms = 1000, so from 3 s + 1 s + slack on A must get ~1000:400 of B. Each run forks
+ * a new A into the 100 cgroup; up to TRIES runs (see there).
  */
 Test(fair_cgroups, moved_process_is_reclassified_within_the_cache_ttl)
 {
@@ -236,7 +297,7 @@ Test(fair_cgroups, moved_process_is_reclassified_within_the_cache_ttl)
 		{ .label = "mover", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
 		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
 	};
-	double before, after;
+	double before = 0, after = 0;
 	int r;
 
 	make_cg(&CA, "a", 100);
@@ -244,17 +305,24 @@ Test(fair_cgroups, moved_process_is_reclassified_within_the_cache_ttl)
 	make_cg(&CC, "c", 1000);
 	make_files(files, 2);
 	mount_hdd(cgs, 3, "cache_ttl_ms=1000");
-	run(s, 2, dur);
-	wl_sleep_until(&R, move);
-	r = cgt_move(&CC, wl_pid(&R, 0));
-	cr_assert_eq(r, 0, "moving the reader to %s: %s", CC.dir, strerror(-r));
-	finish_run();
-	before = (double)wl_bytes(&R, 0, WARMUP_S, move) / (double)wl_bytes(&R, 1, WARMUP_S, move);
-	after = (double)wl_bytes(&R, 0, move + settle, dur) /
-		(double)wl_bytes(&R, 1, move + settle, dur);
-	fprintf(stderr,
-		"fair_cgroups reclassify: mover:w400 %.2f before the move (want 0.25), %.2f from "
-		"%.1f s after it (want 2.5)\n", before, after, settle);
+	for (unsigned t = 1; t <= TRIES; t++) {
+		run(s, 2, dur);
+		wl_sleep_until(&R, move);
+		r = cgt_move(&CC, wl_pid(&R, 0));
+		cr_assert_eq(r, 0, "moving the reader to %s: %s", CC.dir, strerror(-r));
+		finish_run();
+		before = (double)wl_bytes(&R, 0, WARMUP_S, move) /
+			 (double)wl_bytes(&R, 1, WARMUP_S, move);
+		after = (double)wl_bytes(&R, 0, move + settle, dur) /
+			(double)wl_bytes(&R, 1, move + settle, dur);
+		wl_free(&R);
+		fprintf(stderr,
+			"fair_cgroups reclassify, run %u of %u: mover:w400 %.2f before the move "
+			"(want 0.25), %.2f from %.1f s after it (want 2.5)\n", t, TRIES, before,
+			after, settle);
+		if (rel_err(before, 0.25) <= 0.25 && rel_err(after, 2.5) <= 0.25)
+			break;
+	}
 	cr_assert(rel_err(before, 0.25) <= 0.25, "before the move: ratio %.2f, want 0.25 +- 25%%",
 		  before);
 	cr_assert(rel_err(after, 2.5) <= 0.25,
@@ -269,11 +337,6 @@ Test(fair_cgroups, moved_process_is_reclassified_within_the_cache_ttl)
 Test(fair_cgroups, weight_from_the_callers_cgroup_file_is_honoured)
 {
 	static const char *const files[] = { "a.dat", "b.dat" };
-	const double dur = 4.0;
-	struct wl_spec s[2] = {
-		{ .label = "w100", .path = mnt_path(&M, "a.dat"), .kind = WL_SEQ_READ, .cg = &CA },
-		{ .label = "w400", .path = mnt_path(&M, "b.dat"), .kind = WL_SEQ_READ, .cg = &CB },
-	};
 	double ratio;
 
 	make_cg(&CA, "a", 100);
@@ -285,11 +348,7 @@ Test(fair_cgroups, weight_from_the_callers_cgroup_file_is_honoured)
 	make_files(files, 2);
 	snprintf(opts, sizeof(opts), "device=hdd,direct_io,cgroup_line=%s", H.line);
 	wl_cr_mount(&M, NULL, opts);
-	run(s, 2, dur);
-	finish_run();
-	ratio = (double)wl_bytes(&R, 1, WARMUP_S, dur) / (double)wl_bytes(&R, 0, WARMUP_S, dur);
-	fprintf(stderr, "fair_cgroups weights from %s: ratio %.2f (want 4)\n", CA.weight_file,
-		ratio);
+	ratio = seq_pair_ratio("weights from the cgroup files", 0.20);
 	cr_assert(rel_err(ratio, 4.0) <= 0.20, "ratio %.2f with weights in %s, want 4 +- 20%%",
 		  ratio, CA.weight_file);
 	mnt_cr_finish(&M);
@@ -303,7 +362,8 @@ Test(fair_cgroups, noop_shows_the_unfairness_cfq_removes)
 {
 	double cfq, noop;
 
-	cfq = seq_pair_ratio(NULL, "cfq", false);
+	seq_pair_mount(NULL, false);
+	cfq = seq_pair_ratio("cfq", 0.20);
 	mnt_teardown(&M);
 	cr_assert(mnt_exited_ok(&M), "daemon did not exit cleanly after the cfq run");
 	cr_assert_eq(mnt_prepare(&M), 0);
@@ -313,7 +373,8 @@ Test(fair_cgroups, noop_shows_the_unfairness_cfq_removes)
 
 		make_files(files, 2);
 	}
-	noop = seq_pair_ratio("scheduler=noop", "noop", false);
+	seq_pair_mount("scheduler=noop", false);
+	noop = seq_pair_run("noop");
 	fprintf(stderr, "fair_cgroups w400:w100 ratio: cfq %.2f, noop %.2f (weights say 4)\n", cfq,
 		noop);
 	cr_assert(rel_err(cfq, 4.0) <= 0.20, "cfq ratio %.2f, want 4 +- 20%%", cfq);
