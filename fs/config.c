@@ -65,10 +65,12 @@ static int parse_int(const char *v, int64_t min, int64_t max, int64_t *out, char
 	char *end;
 	long long x;
 
+	/* Decimal, as libconfig reads the file's numbers: "010" is 10 in -o options and on
+	 * reload alike, never C's octal 8; "0x10" is refused. */
 	errno = 0;
-	x = strtoll(v, &end, 0);
+	x = strtoll(v, &end, 10);
 	if (errno || end == v || *end != '\0') {
-		seterr(err, errlen, "expected an integer, got \"%s\"", v);
+		seterr(err, errlen, "expected a decimal integer, got \"%s\"", v);
 		return -EINVAL;
 	}
 	if (x < min || x > max) {
@@ -402,8 +404,6 @@ static const struct {
 	{ "entry_timeout", set_entry_timeout },
 };
 
-/* A tunable is valid if some policy knows the name and accepts the value; it is applied to
- * whichever policy is active (and again after a switch). */
 /* The tunable named `name` in any policy (first match), or NULL. */
 static const struct sched_tunable_desc *find_tunable(const char *name)
 {
@@ -415,8 +415,9 @@ static const struct sched_tunable_desc *find_tunable(const char *name)
 	return NULL;
 }
 
-/* A tunable is valid if some policy knows the name and accepts the value; it is applied to
- * whichever policy is active (and again after a switch). -ENOENT if no policy knows it. */
+/* A tunable is valid if some policy knows the name and accepts the value; main.c applies it
+ * to every policy that does, so it is in force whenever one of them is active.
+ * -ENOENT if no policy knows it. */
 static int set_tunable(struct cfqfs_config *c, const char *name, const char *v, char *err,
 		       size_t errlen)
 {

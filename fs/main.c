@@ -65,7 +65,8 @@ static const char usage_text[] =
 	"  TUNABLE=VALUE         any scheduler tunable, in sysfs units: slice_idle=0,\n"
 	"                        group_idle=8, quantum=8, target_latency=300, low_latency=1, ...;\n"
 	"                        max_copy_kb=1024 cuts copy_file_range and fallocate into\n"
-	"                        pieces of that size, each scheduled on its own\n"
+	"                        pieces of that size, each scheduled on its own; a value is\n"
+	"                        set in every scheduler that has the tunable, active or not\n"
 	"  queue_limit=N         requests one group may have waiting or in flight (default\n"
 	"                        4096); past it, or past queue_limit_mb MiB of its write data\n"
 	"                        (default 256; a copy holds one piece), its reads, writes,\n"
@@ -426,10 +427,12 @@ static void decide_rotational(const struct cfqfs_config *cfg, const char *src,
 }
 
 /*
- * Puts every tunable back to its default on this device, then applies the configured ones
- * that the active policy knows: the file decides, so a reload leaves no trace of a tunable
- * the file no longer names, nor of one written at run time (.cfqfs/iosched, cfqfs set).
- * Returns 0, or -EINVAL with nothing changed when the active policy refuses a value.
+ * Puts every tunable back to its default on this device, then applies each configured one to
+ * every policy that knows it and takes the value, active or not: a cfq tunable given beside
+ * scheduler=deadline is in force once .cfqfs/scheduler switches to cfq. The file decides, so
+ * a reload leaves no trace of a tunable the file no longer names, nor of one written at run
+ * time (.cfqfs/iosched, cfqfs set). Returns 0, or -EINVAL with nothing changed when the
+ * active policy refuses a value (cfg_set() made sure some policy takes each).
  */
 static int apply_tunables(void *arg, struct sched *sd)
 {
@@ -443,7 +446,9 @@ static int apply_tunables(void *arg, struct sched *sd)
 	}
 	sched_tunables_reset(sd);
 	for (unsigned i = 0; i < cfg->nr_tunables; i++)
-		(void)sched_tunable_set(sd, cfg->tunables[i].name, cfg->tunables[i].value);
+		for (int q = 0; q < SCHED_POLICY_COUNT; q++)
+			(void)sched_tunable_set_in(sd, (enum sched_policy)q, cfg->tunables[i].name,
+						   cfg->tunables[i].value);
 	return 0;
 }
 

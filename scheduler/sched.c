@@ -185,16 +185,25 @@ int sched_tunable_validate(enum sched_policy policy, const char *name, int64_t v
 	return 0;
 }
 
-int sched_tunable_set(struct sched *sd, const char *name, int64_t value)
+int sched_tunable_set_in(struct sched *sd, enum sched_policy policy, const char *name,
+			 int64_t value)
 {
-	int ret = sched_tunable_validate(sd->policy, name, value);
+	int ret, i;
 
+	if (!policy_valid(policy))
+		return -EINVAL;
+	ret = sched_tunable_validate(policy, name, value);
 	if (ret != 0)
 		return ret;
-	sd->tun[sd->policy][tunable_index(sd->policy, name)] =
-		value * scale_tables[sd->policy][tunable_index(sd->policy, name)];
+	i = tunable_index(policy, name);
+	sd->tun[policy][i] = value * scale_tables[policy][i];
 	paranoid_check(sd);
 	return 0;
+}
+
+int sched_tunable_set(struct sched *sd, const char *name, int64_t value)
+{
+	return sched_tunable_set_in(sd, sd->policy, name, value);
 }
 
 int sched_tunable_get(const struct sched *sd, const char *name, int64_t *value)

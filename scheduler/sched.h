@@ -257,6 +257,10 @@ const struct sched_tunable_desc *sched_tunables(enum sched_policy policy);
 int sched_tunable_validate(enum sched_policy policy, const char *name, int64_t value);
 /* Sets a tunable of the active policy. 0, -ENOENT or -EINVAL (state unchanged). */
 int sched_tunable_set(struct sched *sd, const char *name, int64_t value);
+/* Sets a tunable of `policy`, active or not: an inactive policy's value takes effect when
+ * sched_switch() makes it active. 0, -ENOENT or -EINVAL (state unchanged). */
+int sched_tunable_set_in(struct sched *sd, enum sched_policy policy, const char *name,
+			 int64_t value);
 /* 0 and *value, or -ENOENT. */
 int sched_tunable_get(const struct sched *sd, const char *name, int64_t *value);
 /*

@@ -1478,6 +1478,26 @@ Test(ctl_name, empty_ctl_dir_disables_it)
 	mnt_cr_finish(&m2);
 }
 
+/* A tunable given beside another scheduler is not dropped: it is in force once that
+ * scheduler is switched to (cfqfs read "-o scheduler=deadline,slice_idle=0" and forgot the
+ * slice_idle; cfq then idled its default). 5 is neither default (8 rotational, 0 not). */
+Test(ctl_name, a_tunable_of_an_inactive_scheduler_holds_after_the_switch)
+{
+	static struct mnt m2;
+	static const char *const args[] = { "-o", "scheduler=deadline,slice_idle=5,quantum=3",
+					    NULL };
+
+	if (!mnt_fuse_available())
+		cr_skip("integration test needs FUSE: %s", mnt_fuse_unavailable_reason());
+	cr_assert_eq(mnt_setup(&m2, args), 0);
+	cr_assert_eq(read_int(mnt_path(&m2, ".cfqfs/iosched/read_expire")), 500);
+	MNT_EXPECT_OK(put(mnt_path(&m2, ".cfqfs/scheduler"), "cfq\n"));
+	cr_assert_eq(read_int(mnt_path(&m2, ".cfqfs/iosched/slice_idle")), 5,
+		     "slice_idle given at mount was dropped");
+	cr_assert_eq(read_int(mnt_path(&m2, ".cfqfs/iosched/quantum")), 3);
+	mnt_cr_finish(&m2);
+}
+
 static int nobody_cannot_read(void *arg)
 {
 	const char *path = arg;

@@ -372,3 +372,23 @@ Test(config, a_rule_comm_longer_than_15_characters_is_an_error_with_line)
 	expect_rule_loads("{ comm = \"[[:alpha:]][[:digit:]]*worker\"; weight = 100; }");
 	expect_rule_loads("{ comm = \"[]abcdefghijklmnop]x\"; weight = 100; }");
 }
+
+/* Numbers are decimal everywhere: libconfig reads "depth = 010;" as 10, and so must -o and
+ * tunables (strtoll's base 0 read it as octal 8); hex is refused with a message. */
+Test(config, numbers_with_a_leading_zero_are_decimal_and_hex_is_refused)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_eq(cfg_set(&c, "depth", "010", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.depth, 10, "-o depth=010 gave depth %u", c.depth);
+	cr_assert_eq(cfg_set(&c, "quantum", "010", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tunable(&c, "quantum"), 10);
+	write_conf("depth = 012;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.depth, 12, "the file's depth = 012 gave %u", c.depth);
+	cr_assert_eq(cfg_set(&c, "depth", "0x10", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "decimal") && strstr(err, "0x10"), "%s", err);
+	cr_assert_eq(c.depth, 12);
+}

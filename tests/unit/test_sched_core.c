@@ -118,6 +118,24 @@ Test(sched_core, tunables_names_units_and_ranges)
 	sched_destroy(sd);
 }
 
+/* A tunable of an inactive policy is kept and in force after the switch (`-o
+ * scheduler=deadline,slice_idle=0` used to lose the slice_idle); the active one is untouched. */
+Test(sched_core, a_tunable_set_in_an_inactive_policy_holds_after_the_switch)
+{
+	struct sched *sd = sched_create(SCHED_POLICY_DEADLINE, true);
+	int64_t v;
+
+	cr_assert_eq(sched_tunable_set_in(sd, SCHED_POLICY_CFQ, "slice_idle", 0), 0);
+	cr_assert_eq(sched_tunable_set_in(sd, SCHED_POLICY_CFQ, "slice_idle", 9999), -EINVAL);
+	cr_assert_eq(sched_tunable_set_in(sd, SCHED_POLICY_NOOP, "slice_idle", 0), -ENOENT);
+	cr_assert_eq(sched_tunable_get(sd, "slice_idle", &v), -ENOENT, "deadline has none");
+	cr_assert_eq(sched_switch(sd, SCHED_POLICY_CFQ, 0), 0);
+	cr_assert_eq(sched_tunable_get(sd, "slice_idle", &v), 0);
+	cr_assert_eq(v, 0, "slice_idle %lld after the switch to cfq, want 0", (long long)v);
+	check(sd);
+	sched_destroy(sd);
+}
+
 Test(sched_core, policy_names)
 {
 	enum sched_policy p;
