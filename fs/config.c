@@ -41,6 +41,7 @@ void cfg_defaults(struct cfqfs_config *c)
 	c->rotational = -1;
 	snprintf(c->ctl_dir, sizeof(c->ctl_dir), ".cfqfs");
 	c->xattr = true;
+	c->acl = true;
 	c->attr_timeout = 1.0;
 	c->entry_timeout = 1.0;
 	c->queue_limit = 4096;
@@ -184,6 +185,7 @@ BOOL_SETTER(kernel_cache)
 BOOL_SETTER(writeback_cache)
 BOOL_SETTER(direct_io)
 BOOL_SETTER(xattr)
+BOOL_SETTER(acl)
 BOOL_SETTER(splice)
 
 static int set_attr_timeout(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
@@ -194,6 +196,12 @@ static int set_attr_timeout(struct cfqfs_config *c, const char *v, char *err, si
 static int set_entry_timeout(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
 {
 	return parse_seconds(v, &c->entry_timeout, err, errlen);
+}
+
+static int set_negative_timeout(struct cfqfs_config *c, const char *v, char *err,
+				size_t errlen)
+{
+	return parse_seconds(v, &c->negative_timeout, err, errlen);
 }
 
 /* Picks `v` among `names` (NULL-terminated); *out = its index. */
@@ -399,9 +407,11 @@ static const struct {
 	{ "writeback_cache", set_writeback_cache },
 	{ "direct_io", set_direct_io },
 	{ "xattr", set_xattr },
+	{ "acl", set_acl },
 	{ "splice", set_splice },
 	{ "attr_timeout", set_attr_timeout },
 	{ "entry_timeout", set_entry_timeout },
+	{ "negative_timeout", set_negative_timeout },
 };
 
 /* The tunable named `name` in any policy (first match), or NULL. */

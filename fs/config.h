@@ -56,9 +56,11 @@ struct cfqfs_config {
 	bool writeback_cache;		/* kernel write-back caching */
 	bool direct_io;			/* bypass the page cache: every read/write is scheduled */
 	bool xattr;			/* pass extended attributes through */
+	bool acl;			/* the kernel enforces SOURCE's POSIX ACLs (needs xattr) */
 	bool splice;			/* FUSE data through pipes (splice) instead of copies */
 	double attr_timeout;		/* [s] */
 	double entry_timeout;		/* [s] */
+	double negative_timeout;	/* [s] a failed lookup is cached this long; 0 never */
 	/* Per-group bounds (resource exhaustion). Over them a request gets EAGAIN, an open
 	 * EMFILE; see executor.h and pt.h. */
 	uint32_t queue_limit;		/* [requests] queued + in flight per group */

@@ -85,7 +85,11 @@ static const char usage_text[] =
 	"                        in large batches, charged to the file's opener\n"
 	"  attr_timeout=SECS     attribute cache lifetime (default 1)\n"
 	"  entry_timeout=SECS    name lookup cache lifetime (default 1)\n"
-	"  xattr=false           do not pass extended attributes through\n"
+	"  negative_timeout=SECS how long a failed lookup is cached (default 0: a file made\n"
+	"                        on SOURCE directly is seen at once, as with passthrough_ll)\n"
+	"  xattr=false           do not pass extended attributes through (ACLs too)\n"
+	"  acl=false             do not enforce SOURCE's POSIX ACLs: the kernel then checks the\n"
+	"                        mode bits only, so an ACL that denies a user denies nothing\n"
 	"  clone_fd              one /dev/fuse descriptor per FUSE thread\n"
 	"  max_idle_threads=N    idle FUSE threads kept (0-10000, default 10)\n"
 	"  max_threads=N         most FUSE threads at once (1-10000, default 10)\n"
@@ -105,7 +109,7 @@ static const char usage_text[] =
 	"\n"
 	"Signals: SIGHUP reloads the configuration file: rules, scheduler, tunables, group\n"
 	"bounds and max_background change live; depth, device, rotational, ctl_dir, ctl_access,\n"
-	"the cache options, xattr, splice and the timeouts wait for the next mount (a warning\n"
+	"the cache options, xattr, acl, splice and the timeouts wait for the next mount (a warning\n"
 	"names them). SIGTERM and SIGINT unmount after answering every queued request.\n"
 	"\n"
 	"Exit status: 0 after a clean unmount, 1 on bad usage or configuration, 2 if SOURCE or\n"
@@ -538,9 +542,11 @@ static const struct mount_key mount_keys[] = {
 	MOUNT_KEY("kernel_cache", kernel_cache, MOUNT_KEY_PLAIN),
 	MOUNT_KEY("writeback_cache", writeback_cache, MOUNT_KEY_PLAIN),
 	MOUNT_KEY("xattr", xattr, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("acl", acl, MOUNT_KEY_PLAIN),
 	MOUNT_KEY("splice", splice, MOUNT_KEY_PLAIN),
 	MOUNT_KEY("attr_timeout", attr_timeout, MOUNT_KEY_PLAIN),
 	MOUNT_KEY("entry_timeout", entry_timeout, MOUNT_KEY_PLAIN),
+	MOUNT_KEY("negative_timeout", negative_timeout, MOUNT_KEY_PLAIN),
 };
 
 static bool device_changed(const struct cfqfs_config *cur, const struct cfqfs_config *next)
@@ -801,10 +807,12 @@ int main(int argc, char **argv)
 		.source = src,
 		.attr_timeout = cfg.attr_timeout,
 		.entry_timeout = cfg.entry_timeout,
+		.negative_timeout = cfg.negative_timeout,
 		.kernel_cache = cfg.kernel_cache,
 		.writeback_cache = cfg.writeback_cache,
 		.direct_io = cfg.direct_io,
 		.xattr = cfg.xattr,
+		.acl = cfg.acl,
 		.flock = true,
 		.posix_lock = true,
 		.ctl_dir = cfg.ctl_dir,

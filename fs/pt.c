@@ -352,6 +352,15 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 	/* Our writes run as root, which never drops set-id bits: the kernel must do it. */
 	want(conn, FUSE_CAP_HANDLE_KILLPRIV, false);
 	want(conn, FUSE_CAP_CACHE_SYMLINKS, fs->opts.kernel_cache);
+	/*
+	 * POSIX ACLs. The daemon acts as root on SOURCE, so an ACL there is enforced only if
+	 * the kernel checks it: with FUSE_POSIX_ACL it reads system.posix_acl_access through
+	 * getxattr, caches it, and applies it in default_permissions' check, as a local
+	 * filesystem does. Default ACLs and the mask's update on chmod are SOURCE's own work:
+	 * creates run as the caller with its umask (FUSE_DONT_MASK, pt_cred.c) and chmod is a
+	 * chmod on SOURCE. Without xattr there is no way to read an ACL, so none is asked for.
+	 */
+	want(conn, FUSE_CAP_POSIX_ACL, fs->opts.acl && fs->opts.xattr);
 	/* No kernel passthrough is ever requested: it would bypass the scheduler. */
 	if (conn->max_write > PT_MAX_WRITE)
 		conn->max_write = PT_MAX_WRITE;
@@ -379,6 +388,12 @@ void pt__init(void *userdata, struct fuse_conn_info *conn)
 	fs->flock_locks = (conn->want & FUSE_CAP_FLOCK_LOCKS) != 0;
 	if (fs->opts.writeback_cache && !fs->writeback)
 		LOG_WARN("kernel refused the writeback cache; continuing without it");
+	if (fs->opts.acl && fs->opts.xattr && !(conn->want & FUSE_CAP_POSIX_ACL))
+		LOG_WARN("the kernel cannot enforce POSIX ACLs through FUSE: only the mode bits "
+			 "are checked, an ACL that denies a user denies nothing here");
+	else if (!(conn->want & FUSE_CAP_POSIX_ACL))
+		LOG_INFO("POSIX ACLs are not enforced (%s): only the mode bits are checked",
+			 fs->opts.xattr ? "acl=false" : "xattr=false");
 	LOG_INFO("fuse: proto %u.%u, max_write %u, max_background %u, capable 0x%x, want 0x%x",
 		 conn->proto_major, conn->proto_minor, conn->max_write, conn->max_background,
 		 conn->capable, conn->want);

@@ -21,10 +21,13 @@ struct pt_options {
 	const char *source;	   /* SOURCE directory (absolute path) */
 	double attr_timeout;	   /* [s] kernel attribute cache */
 	double entry_timeout;	   /* [s] kernel dentry cache */
+	double negative_timeout;   /* [s] kernel cache of a failed lookup; 0 = not cached */
 	bool kernel_cache;	   /* keep page cache across opens (hides reads from the scheduler) */
 	bool writeback_cache;	   /* kernel write-back cache (writes arrive late, pid 0) */
 	bool direct_io;		   /* FOPEN_DIRECT_IO on every open: all I/O reaches the scheduler */
 	bool xattr;		   /* pass extended attributes through */
+	bool acl;		   /* ask for FUSE_POSIX_ACL (only with xattr): the kernel
+				      enforces SOURCE's ACLs */
 	bool flock;		   /* BSD locks by the kernel (flock) */
 	bool posix_lock;	   /* POSIX locks through to SOURCE (OFD locks) */
 	const char *ctl_dir;	   /* control directory name at the root, "" = none */

@@ -258,10 +258,11 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (rc == 0) {
 		reply_entry(fs, req, &e);
-	} else if (rc == -ENOENT && fs->opts.entry_timeout > 0) {
-		/* A negative entry (ino 0) lets the kernel cache the miss as long as a hit. */
+	} else if (rc == -ENOENT && fs->opts.negative_timeout > 0) {
+		/* A negative entry (ino 0) lets the kernel cache the miss; by default it is not
+		 * (a file made on SOURCE directly would stay invisible that long). */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = fs->opts.entry_timeout;
+		e.entry_timeout = fs->opts.negative_timeout;
 		fuse_reply_entry(req, &e);
 	} else {
 		reply_err(req, rc);

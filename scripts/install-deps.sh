@@ -13,7 +13,7 @@ build_pkgs="cmake make gcc pkg-config libfuse3-dev fuse3 libconfig-dev"
 # adds what only the hand-run benchmarks use: valgrind (bench/instr) and PostgreSQL 15
 # (bench/pgbench; Debian 12's postgresql pulls in postgresql-15, which holds initdb, pg_ctl,
 # postgres and pgbench in /usr/lib/postgresql/15/bin; postgresql-contrib is not needed).
-test_pkgs="libcriterion-dev util-linux procps attr fio fsmark gnuplot-nox jq perl stress-ng"
+test_pkgs="libcriterion-dev util-linux procps attr acl fio fsmark gnuplot-nox jq perl stress-ng"
 bench_pkgs="valgrind postgresql"
 fuzz_pkgs="clang libclang-rt-14-dev"
 

@@ -402,3 +402,44 @@ Test(posix_meta, inode_numbers_stay_distinct_across_file_systems)
 	cr_assert_eq(lstat_ok(mnt_path(&M, "t1")).st_ino, top[0].st_ino);
 	mnt_cr_finish(&M);
 }
+
+/* A lookup that found nothing is not cached by default (negative_timeout=0, passthrough_ll's
+ * choice): a file created in SOURCE directly is seen through the mount at once. */
+Test(posix_meta, a_missed_lookup_is_not_cached_by_default)
+{
+	struct stat st;
+
+	cr_assert_eq(lstat(mnt_path(&M, "late"), &st), -1);
+	cr_assert_eq(errno, ENOENT);
+	cr_assert_eq(mnt_put(src_path(&M, "late"), "x", 1, 0644), 0);
+	cr_assert_eq(lstat(mnt_path(&M, "late"), &st), 0,
+		     "a file made in SOURCE after a missed lookup is not seen: %s",
+		     strerror(errno));
+	mnt_cr_finish(&M);
+}
+
+static void setup_negative(void)
+{
+	const char *args[] = { "-o", "negative_timeout=60", NULL };
+
+	mnt_cr_setup(&M, args);
+}
+
+TestSuite(posix_meta_negative, .init = setup_negative, .fini = teardown, .timeout = 60);
+
+/* negative_timeout=SECS lets the kernel cache the miss: the same file stays unseen (well
+ * within the 60 s asked), while one created through the mount is seen at once. */
+Test(posix_meta_negative, a_missed_lookup_is_cached_for_negative_timeout)
+{
+	struct stat st;
+
+	cr_assert_eq(lstat(mnt_path(&M, "late"), &st), -1);
+	cr_assert_eq(mnt_put(src_path(&M, "late"), "x", 1, 0644), 0);
+	cr_expect_eq(lstat(mnt_path(&M, "late"), &st), -1,
+		     "negative_timeout=60: the miss was not cached");
+	cr_assert_eq(lstat(mnt_path(&M, "via"), &st), -1);
+	cr_assert_eq(mnt_put(mnt_path(&M, "via"), "x", 1, 0644), 0);
+	cr_expect_eq(lstat(mnt_path(&M, "via"), &st), 0, "a create through the mount: %s",
+		     strerror(errno));
+	mnt_cr_finish(&M);
+}
