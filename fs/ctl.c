@@ -6,9 +6,17 @@
  * Every read is served from a buffer generated at open: a snapshot (struct snap) is copied
  * under the registry lock (group names) and then under the executor lock (scheduler state),
  * never holding both, and formatted with neither held.
+ *
+ * Memory: what an open handle holds (its text, and while it is generated the copy of the
+ * trace) lies in mappings of its own (mmap), charged to the opener's uid as each one grows
+ * (struct ctl_acct, bounds CTL_MEM_* in ctl.h) and unmapped at release, so that it goes back
+ * to the system at once. From the heap it would not: a freed multi-megabyte block raises
+ * glibc's mmap threshold, the next ones come from the heap and stay resident after free
+ * (200 opens of a 65536-record trace by one user took 690 MB, 314 MB of it kept after close).
  */
 #include "ctl.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,7 +112,13 @@ static const struct child group_children[] = {
 /* Tunable names of every policy, each once (an id names the same file whatever the policy). */
 #define MAX_TUN_NAMES 64
 
-/* Immutable after ctl_create(). */
+/* An unprivileged uid that holds memory of open control handles. */
+struct ctl_mem_user {
+	uid_t uid;
+	size_t bytes; /* [bytes] > 0 */
+};
+
+/* Immutable after ctl_create(), except the mem_* fields. */
 struct ctl {
 	char *name;		     /* directory name at the root */
 	struct executor *ex;	     /* borrowed */
@@ -113,6 +130,19 @@ struct ctl {
 	struct timespec mtime;	     /* st_mtime/ctime/atime of every control inode [wall clock] */
 	const char *tun_names[MAX_TUN_NAMES]; /* point into the scheduler's static tables */
 	unsigned nr_tun_names;		      /* [count] */
+	/*
+	 * The memory open handles hold (struct ctl_acct). mem_lock protects the fields below;
+	 * it is a leaf (taken under the executor lock, never held while taking another).
+	 * Invariants: mem_unpriv <= CTL_MEM_UNPRIV, mem_total <= CTL_MEM_TOTAL, mem_unpriv <=
+	 * mem_total, mem_unpriv is the sum of mem_users[].bytes, each <= CTL_MEM_PER_USER and
+	 * > 0 (a uid that holds nothing has no entry).
+	 */
+	pthread_mutex_t mem_lock;
+	size_t mem_total;		 /* [bytes] held by all handles */
+	size_t mem_unpriv;		 /* [bytes] held by handles of unprivileged users */
+	struct ctl_mem_user *mem_users;	 /* unordered */
+	size_t mem_nusers, mem_capusers; /* [count] */
+	_Atomic long long mem_warned;	 /* [s] time() of the last refusal logged */
 };
 
 struct ctl *ctl_create(const struct ctl_options *opts)
@@ -127,6 +157,7 @@ struct ctl *ctl_create(const struct ctl_options *opts)
 		ctl_destroy(c);
 		return NULL;
 	}
+	pthread_mutex_init(&c->mem_lock, NULL);
 	c->ex = opts->ex;
 	c->groups = opts->groups;
 	c->owner = opts->owner;
@@ -155,7 +186,230 @@ void ctl_destroy(struct ctl *c)
 		return;
 	free(c->name);
 	free(c->device_info);
+	free(c->mem_users);
+	pthread_mutex_destroy(&c->mem_lock);
 	free(c);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Memory of open handles                                                                    */
+
+/* What one open (file or directory) holds of the control directory's memory: charged as it
+ * grows, returned at release. Owned by one thread at a time (the handle's). */
+struct ctl_acct {
+	struct ctl *c;
+	uid_t uid;	 /* the opener's */
+	bool privileged; /* root or the owner: bound by CTL_MEM_TOTAL only */
+	size_t bytes;	 /* [bytes] charged now */
+	int err;	 /* -EMFILE or -ENFILE once a charge was refused, else 0 */
+};
+
+static struct ctl_acct acct_for(struct ctl *c, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	uid_t uid = ctx ? ctx->uid : (uid_t)-1;
+
+	return (struct ctl_acct){ .c = c, .uid = uid, .privileged = uid == 0 || uid == c->owner };
+}
+
+/* Under mem_lock: the entry of uid, or NULL. */
+static struct ctl_mem_user *mem_user(struct ctl *c, uid_t uid)
+{
+	for (size_t i = 0; i < c->mem_nusers; i++)
+		if (c->mem_users[i].uid == uid)
+			return &c->mem_users[i];
+	return NULL;
+}
+
+/* Under mem_lock: 0, or -EFAULT with what is broken in buf. */
+static int mem_check_locked(const struct ctl *c, char *buf, size_t len)
+{
+	size_t sum = 0;
+
+	for (size_t i = 0; i < c->mem_nusers; i++) {
+		const struct ctl_mem_user *u = &c->mem_users[i];
+
+		if (!u->bytes || u->bytes > CTL_MEM_PER_USER) {
+			snprintf(buf, len, "uid %u holds %zu bytes", (unsigned)u->uid, u->bytes);
+			return -EFAULT;
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (c->mem_users[j].uid == u->uid) {
+				snprintf(buf, len, "uid %u listed twice", (unsigned)u->uid);
+				return -EFAULT;
+			}
+		}
+		sum += u->bytes;
+	}
+	if (sum != c->mem_unpriv || c->mem_unpriv > CTL_MEM_UNPRIV ||
+	    c->mem_total > CTL_MEM_TOTAL || c->mem_unpriv > c->mem_total ||
+	    c->mem_nusers > c->mem_capusers) {
+		snprintf(buf, len, "users hold %zu bytes in all, unprivileged %zu (their entries "
+			 "%zu), %zu of %zu entries", c->mem_total, c->mem_unpriv, sum,
+			 c->mem_nusers, c->mem_capusers);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+int ctl_check(struct ctl *c, char *buf, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->mem_lock);
+	rc = mem_check_locked(c, buf, len);
+	pthread_mutex_unlock(&c->mem_lock);
+	return rc;
+}
+
+/* Debug builds stop at the first broken invariant. Called with mem_lock held. */
+static void mem_paranoid_check(const struct ctl *c)
+{
+#ifndef NDEBUG
+	char why[160];
+
+	if (mem_check_locked(c, why, sizeof(why)) != 0) {
+		LOG_ERR("control memory invariant broken: %s", why);
+		assert(!"control memory invariant broken");
+	}
+#else
+	(void)c;
+#endif
+}
+
+static void acct_refused(const struct ctl_acct *a, size_t held)
+{
+	long long now = (long long)time(NULL), prev = atomic_load(&a->c->mem_warned);
+
+	if (now - prev < 60 || !atomic_compare_exchange_strong(&a->c->mem_warned, &prev, now))
+		return;
+	LOG_WARN("control directory: an open by uid %u refused (%s): its handles hold %zu KiB, "
+		 "all handles %zu KiB; the bounds are %u MiB per user, %u MiB for all users but "
+		 "root and the owner, %u MiB in all (logged at most once a minute)",
+		 (unsigned)a->uid, a->err == -EMFILE ? "EMFILE" : "ENFILE", held >> 10,
+		 a->c->mem_total >> 10, CTL_MEM_PER_USER >> 20, CTL_MEM_UNPRIV >> 20,
+		 CTL_MEM_TOTAL >> 20);
+}
+
+/* Charges n bytes to a. Returns 0, or -EMFILE (a's user holds its bound), -ENFILE (all
+ * users do), -ENOMEM; then nothing is charged and a->err keeps the first refusal. */
+static int acct_charge(struct ctl_acct *a, size_t n)
+{
+	struct ctl *c = a->c;
+	struct ctl_mem_user *u = NULL;
+	size_t held = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mem_lock);
+	if (n > CTL_MEM_TOTAL - c->mem_total) {
+		rc = -ENFILE;
+		goto out_unlock;
+	}
+	if (!a->privileged) {
+		u = mem_user(c, a->uid);
+		held = u ? u->bytes : 0;
+		if (n > CTL_MEM_PER_USER - held) {
+			rc = -EMFILE;
+			goto out_unlock;
+		}
+		if (n > CTL_MEM_UNPRIV - c->mem_unpriv) {
+			rc = -ENFILE;
+			goto out_unlock;
+		}
+		if (!u) {
+			if (c->mem_nusers == c->mem_capusers) {
+				size_t cap = c->mem_capusers ? 2 * c->mem_capusers : 8;
+				struct ctl_mem_user *arr =
+					realloc(c->mem_users, cap * sizeof(*arr));
+
+				if (!arr) {
+					rc = -ENOMEM;
+					goto out_unlock;
+				}
+				c->mem_users = arr;
+				c->mem_capusers = cap;
+			}
+			u = &c->mem_users[c->mem_nusers++];
+			*u = (struct ctl_mem_user){ .uid = a->uid };
+		}
+		u->bytes += n;
+		c->mem_unpriv += n;
+	}
+	c->mem_total += n;
+	a->bytes += n;
+	mem_paranoid_check(c);
+out_unlock:
+	pthread_mutex_unlock(&c->mem_lock);
+	if ((rc == -EMFILE || rc == -ENFILE) && !a->err) {
+		a->err = rc;
+		acct_refused(a, a->privileged ? a->bytes : held);
+	}
+	return rc;
+}
+
+/* Returns n bytes of what a holds (n <= a->bytes). Cannot fail. */
+static void acct_uncharge(struct ctl_acct *a, size_t n)
+{
+	struct ctl *c = a->c;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&c->mem_lock);
+	if (!a->privileged) {
+		struct ctl_mem_user *u = mem_user(c, a->uid);
+
+		u->bytes -= n;
+		c->mem_unpriv -= n;
+		if (!u->bytes) {
+			*u = c->mem_users[--c->mem_nusers];
+			/* Give the table back as users leave: it never stays at its peak. */
+			if (c->mem_capusers > 8 && c->mem_nusers < c->mem_capusers / 4) {
+				struct ctl_mem_user *arr = realloc(
+					c->mem_users, c->mem_capusers / 2 * sizeof(*arr));
+
+				if (arr) {
+					c->mem_users = arr;
+					c->mem_capusers /= 2;
+				}
+			}
+		}
+	}
+	c->mem_total -= n;
+	a->bytes -= n;
+	mem_paranoid_check(c);
+	pthread_mutex_unlock(&c->mem_lock);
+}
+
+static size_t page_round(size_t n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t p = pg > 0 ? (size_t)pg : 4096;
+
+	return (n + p - 1) / p * p;
+}
+
+/* A charged anonymous mapping of n bytes (page-rounded), or NULL (see acct_charge). */
+static void *map_alloc(struct ctl_acct *a, size_t n)
+{
+	size_t len = page_round(n);
+	void *p;
+
+	if (acct_charge(a, len))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		acct_uncharge(a, len);
+		return NULL;
+	}
+	return p;
+}
+
+static void map_free(struct ctl_acct *a, void *p, size_t n)
+{
+	if (!p)
+		return;
+	munmap(p, page_round(n));
+	acct_uncharge(a, page_round(n));
 }
 
 bool ctl_is_root_dotdot(fuse_ino_t parent, const char *name)
@@ -166,30 +420,67 @@ bool ctl_is_root_dotdot(fuse_ino_t parent, const char *name)
 /* ---------------------------------------------------------------------------------------- */
 /* Text helpers                                                                              */
 
-/* A growing string; `oom` sticks once an allocation failed. */
+/* A growing string in a mapping of its own, charged to acct as it grows (see the top of this
+ * file); `oom` sticks once a mapping or a charge failed. cap is page-rounded. */
 struct sbuf {
 	char *p;
-	size_t len, cap;
+	size_t len, cap; /* [bytes] */
 	bool oom;
+	struct ctl_acct *acct;
 };
 
 static void sb_reserve(struct sbuf *b, size_t extra)
 {
 	size_t cap;
-	char *p;
+	void *p;
 
 	if (b->oom || b->len + extra + 1 <= b->cap)
 		return;
-	cap = b->cap ? b->cap : 4096;
+	if (extra > SIZE_MAX / 4 - b->len) {
+		b->oom = true;
+		return;
+	}
+	/* Doubling up to 1 MiB, then steps of an eighth: every byte mapped is charged, and a
+	 * mremap that grows moves page tables, not the text. */
+	cap = b->cap ? b->cap : page_round(1);
 	while (cap < b->len + extra + 1)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
+		cap = page_round(cap < (1u << 20) ? 2 * cap : cap + cap / 8);
+	if (!b->p) {
+		b->p = map_alloc(b->acct, cap);
+		b->oom = !b->p;
+		b->cap = b->p ? cap : 0;
+		return;
+	}
+	if (acct_charge(b->acct, cap - b->cap)) {
+		b->oom = true;
+		return;
+	}
+	p = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
+	if (p == MAP_FAILED) {
+		acct_uncharge(b->acct, cap - b->cap);
 		b->oom = true;
 		return;
 	}
 	b->p = p;
 	b->cap = cap;
+}
+
+/* Gives back the pages past the text (the doubling leaves up to half the mapping unused). */
+static void sb_fit(struct sbuf *b)
+{
+	size_t cap = page_round(b->len + 1);
+
+	if (b->p && cap < b->cap && mremap(b->p, b->cap, cap, 0) != MAP_FAILED) {
+		acct_uncharge(b->acct, b->cap - cap);
+		b->cap = cap;
+	}
+}
+
+static void sb_release(struct sbuf *b)
+{
+	map_free(b->acct, b->p, b->cap);
+	b->p = NULL;
+	b->len = b->cap = 0;
 }
 
 static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -423,8 +714,9 @@ struct snap {
 	size_t ng;		 /* [count] */
 	struct snap_queue *q;	 /* deterministic order (sched_foreach_queue) */
 	size_t nq, capq;	 /* [count] */
-	struct sched_trace_rec *tr; /* oldest first */
+	struct sched_trace_rec *tr; /* oldest first; a mapping charged to acct */
 	size_t ntr;		 /* [records] */
+	struct ctl_acct *acct;	 /* the opener's, for tr; NULL when no trace is copied */
 	uint32_t tr_cap;	 /* [records] ring size, 0 = off */
 	uint64_t tr_total;	 /* [records] written since the trace was (re)started */
 	bool oom;		 /* an allocation under the lock failed */
@@ -436,7 +728,8 @@ static void snap_free(struct snap *s)
 		free(s->g[i].name);
 	free(s->g);
 	free(s->q);
-	free(s->tr);
+	if (s->tr)
+		map_free(s->acct, s->tr, (size_t)s->tr_cap * sizeof(*s->tr));
 	memset(s, 0, sizeof(*s));
 }
 
@@ -533,7 +826,7 @@ static int copy_sched(void *arg, struct sched *sd)
 
 		s->tr_cap = sched_trace_capacity(sd);
 		s->tr_total = sched_trace_total(sd);
-		s->tr = s->tr_cap ? malloc((size_t)s->tr_cap * sizeof(*s->tr)) : NULL;
+		s->tr = s->tr_cap ? map_alloc(s->acct, (size_t)s->tr_cap * sizeof(*s->tr)) : NULL;
 		if (s->tr_cap && !s->tr)
 			s->oom = true;
 		else
@@ -585,15 +878,16 @@ static int groups_only(struct ctl *c, struct snap *s)
 	return 0;
 }
 
-/* Takes a snapshot: group names, then the scheduler state. Returns 0 or -ENOMEM (then *s is
- * empty). */
-static int snap_take(struct ctl *c, struct snap *s, unsigned flags)
+/* Takes a snapshot: group names, then the scheduler state; a trace copy is charged to acct.
+ * Returns 0 or -ENOMEM (then *s is empty). */
+static int snap_take(struct ctl *c, struct snap *s, unsigned flags, struct ctl_acct *acct)
 {
 	int rc = groups_only(c, s);
 
 	if (rc)
 		return rc;
 	s->flags = flags;
+	s->acct = acct;
 	rc = exec_with_sched(c->ex, copy_sched, s);
 	if (rc)
 		snap_free(s);
@@ -1040,6 +1334,8 @@ static unsigned snap_flags(enum kind k)
 	return k == K_TRACE ? SNAP_TRACE : 0;
 }
 
+/* Generates the content of a file into b (b->acct set). Returns 0, -ENOENT, -EISDIR,
+ * -ENOMEM, or the refusal of b->acct (-EMFILE, -ENFILE). */
 static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 {
 	struct snap s;
@@ -1047,11 +1343,12 @@ static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 
 	if (k == K_DEVICE) { /* fixed at mount: no scheduler state to copy */
 		sb_puts(b, c->device_info);
-		return b->oom ? -ENOMEM : 0;
+		rc = b->oom ? -ENOMEM : 0;
+		goto out;
 	}
-	rc = snap_take(c, &s, snap_flags(k));
+	rc = snap_take(c, &s, snap_flags(k), b->acct);
 	if (rc)
-		return rc;
+		goto out;
 	switch (k) {
 	case K_SCHEDULER:
 		gen_scheduler(b, &s);
@@ -1114,6 +1411,9 @@ static int generate(struct ctl *c, enum kind k, uint32_t arg, struct sbuf *b)
 	snap_free(&s);
 	if (rc == 0 && b->oom)
 		rc = -ENOMEM;
+out:
+	if (rc == -ENOMEM && b->acct->err)
+		rc = b->acct->err;
 	return rc;
 }
 
@@ -1583,17 +1883,28 @@ void ctl_access(struct ctl *c, fuse_req_t req, fuse_ino_t ino, int mask)
 
 /* An open control file (fi->fh). Immutable after open. */
 struct ctl_handle {
-	enum kind kind;	 /* what the file is */
-	uint32_t arg;	 /* group id or tunable index */
-	bool writer;	 /* opened for writing (by someone allowed to) */
-	char *buf;	 /* content generated at open, NULL for write-only handles */
-	size_t len;	 /* [bytes] of buf */
+	enum kind kind;	      /* what the file is */
+	uint32_t arg;	      /* group id or tunable index */
+	bool writer;	      /* opened for writing (by someone allowed to) */
+	struct sbuf content;  /* generated at open (p NULL for write-only handles); charged */
+	struct ctl_acct acct; /* what this handle holds: content and the handle itself */
 };
+
+/* Frees h and gives back what it held. */
+static void handle_free(struct ctl_handle *h)
+{
+	struct ctl_acct acct;
+
+	sb_release(&h->content); /* uncharges h->acct */
+	acct = h->acct;
+	free(h);
+	acct_uncharge(&acct, acct.bytes); /* the handle itself */
+}
 
 void ctl_open(struct ctl *c, fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ctl_handle *h = NULL;
-	struct sbuf b = { 0 };
+	struct ctl_acct acct;
 	int acc = fi->flags & O_ACCMODE;
 	enum kind k;
 	uint32_t arg;
@@ -1609,33 +1920,38 @@ void ctl_open(struct ctl *c, fuse_req_t req, fuse_ino_t ino, struct fuse_file_in
 		rc = -EACCES;
 		goto out;
 	}
+	acct = acct_for(c, req);
+	rc = acct_charge(&acct, sizeof(*h));
+	if (rc)
+		goto out;
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		rc = -ENOMEM;
-		goto out;
+		goto out_uncharge;
 	}
 	h->kind = k;
 	h->arg = arg;
 	h->writer = acc != O_RDONLY;
+	h->acct = acct;
+	h->content.acct = &h->acct;
 	if (acc != O_WRONLY) {
-		rc = generate(c, k, arg, &b);
+		rc = generate(c, k, arg, &h->content);
 		if (rc)
 			goto out_free;
-		h->buf = b.p;
-		h->len = b.len;
+		sb_fit(&h->content);
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		free(h->buf); /* interrupted: no release will come */
-		free(h);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(h); /* interrupted: no release will come */
 	return;
 
 out_free:
-	free(b.p);
-	free(h);
+	handle_free(h);
+	goto out;
+out_uncharge:
+	acct_uncharge(&acct, sizeof(*h));
 out:
 	fuse_reply_err(req, -rc);
 }
@@ -1645,15 +1961,15 @@ void ctl_read(struct ctl *c, fuse_req_t req, size_t size, off_t off, struct fuse
 	struct ctl_handle *h = (struct ctl_handle *)(uintptr_t)fi->fh;
 
 	(void)c;
-	if (!h->buf || off < 0 || (size_t)off >= h->len) {
+	if (!h->content.p || off < 0 || (size_t)off >= h->content.len) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	if (size > h->len - (size_t)off)
-		size = h->len - (size_t)off;
+	if (size > h->content.len - (size_t)off)
+		size = h->content.len - (size_t)off;
 	/*
 	 * Reply from a copy: once the kernel has the data the reader may close the file, and the
-	 * RELEASE (another thread) frees h->buf while this thread may still be inside the reply's
+	 * RELEASE (another thread) unmaps the content while this thread may still be inside the reply's
 	 * writev (sanitizers read the iovec after the syscall returns).
 	 */
 	char *copy = malloc(size);
@@ -1661,7 +1977,7 @@ void ctl_read(struct ctl *c, fuse_req_t req, size_t size, off_t off, struct fuse
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	memcpy(copy, h->buf + off, size);
+	memcpy(copy, h->content.p + off, size);
 	fuse_reply_buf(req, copy, size);
 	free(copy);
 }
@@ -1694,10 +2010,8 @@ void ctl_release(struct ctl *c, fuse_req_t req, struct fuse_file_info *fi)
 	struct ctl_handle *h = (struct ctl_handle *)(uintptr_t)fi->fh;
 
 	(void)c;
-	if (h) {
-		free(h->buf);
-		free(h);
-	}
+	if (h)
+		handle_free(h);
 	fuse_reply_err(req, 0);
 }
 
@@ -1711,12 +2025,17 @@ struct ctl_dirent {
 struct ctl_dirhandle {
 	struct ctl_dirent *ent; /* ".", "..", then the children */
 	size_t n;		/* [count] */
+	struct ctl_acct acct;	/* the handle, its entries and their names */
 };
 
 static int dir_add(struct ctl_dirhandle *d, const char *name, fuse_ino_t ino, enum kind k)
 {
-	struct ctl_dirent *e = realloc(d->ent, (d->n + 1) * sizeof(*e));
+	struct ctl_dirent *e;
+	int rc = acct_charge(&d->acct, sizeof(*e) + strlen(name) + 1);
 
+	if (rc)
+		return rc;
+	e = realloc(d->ent, (d->n + 1) * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	d->ent = e;
@@ -1729,12 +2048,16 @@ static int dir_add(struct ctl_dirhandle *d, const char *name, fuse_ino_t ino, en
 	return 0;
 }
 
+/* Frees d and gives back all it held (also what a failed dir_add charged). */
 static void dir_free(struct ctl_dirhandle *d)
 {
+	struct ctl_acct acct = d->acct;
+
 	for (size_t i = 0; i < d->n; i++)
 		free(d->ent[i].name);
 	free(d->ent);
 	free(d);
+	acct_uncharge(&acct, acct.bytes);
 }
 
 static int list_dir(struct ctl *c, enum kind k, uint32_t arg, struct ctl_dirhandle *d)
@@ -1785,6 +2108,7 @@ static int list_dir(struct ctl *c, enum kind k, uint32_t arg, struct ctl_dirhand
 
 void ctl_opendir(struct ctl *c, fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct ctl_acct acct;
 	struct ctl_dirhandle *d;
 	enum kind k;
 	uint32_t arg;
@@ -1796,11 +2120,19 @@ void ctl_opendir(struct ctl *c, fuse_req_t req, fuse_ino_t ino, struct fuse_file
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	acct = acct_for(c, req);
+	rc = acct_charge(&acct, sizeof(*d));
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
+		acct_uncharge(&acct, sizeof(*d));
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	d->acct = acct;
 	rc = list_dir(c, k, arg, d);
 	if (rc) {
 		dir_free(d);

@@ -36,7 +36,8 @@
  * EPERM; chmod/chown -> EPERM (truncation and time changes are accepted and ignored, so shell
  * redirections work); write by another user -> EACCES; opening a read-only file for writing ->
  * EACCES; setxattr/removexattr -> EPERM, getxattr -> ENODATA; locks -> ENOLCK; fallocate,
- * copy_file_range -> EOPNOTSUPP; bad value -> EINVAL; a tunable of an inactive policy -> ENOENT.
+ * copy_file_range -> EOPNOTSUPP; bad value -> EINVAL; a tunable of an inactive policy -> ENOENT;
+ * an open past the memory bounds -> EMFILE or ENFILE (see "Memory").
  *
  * Group directory names: the group name with its leading '/' dropped (cgroup paths) and '%',
  * '/', control characters and DEL percent-encoded ("/tenants/a" -> "tenants%2Fa"); the root
@@ -45,8 +46,18 @@
  * Names inside io.stat and queues (which are space-separated) escape space, tab, newline and
  * backslash as octal "\040" "\011" "\012" "\134", as /proc/self/mountinfo does.
  *
+ * Memory: what an open handle holds (its content, its directory listing, and while it is
+ * generated the copy of the trace) is charged to the opener's uid. An unprivileged user's
+ * handles hold at most CTL_MEM_PER_USER, those of all unprivileged users CTL_MEM_UNPRIV, and
+ * all handles CTL_MEM_TOTAL, so root and the owner always have CTL_MEM_TOTAL - CTL_MEM_UNPRIV
+ * for themselves. An open or opendir past a bound fails: EMFILE past the user's own, ENFILE
+ * past a shared one (logged at most once a minute). The memory goes back to the system at
+ * release (content lies in mappings of its own). The transient copies of group names made
+ * while generating are not charged: they are bounded by the groups and the FUSE threads.
+ *
  * Locking: ctl takes the groups registry lock (grp_*) and then, separately, the executor lock;
- * it holds no lock of its own across calls. Every function may be called from any thread.
+ * its own mem_lock is a leaf, held only to count memory. Every function may be called from
+ * any thread.
  */
 #ifndef CFQFS_CTL_H
 #define CFQFS_CTL_H
@@ -80,8 +91,16 @@ struct ctl_options {
 					NULL: the file says "unknown" */
 };
 
+/* Bounds of the memory open control handles hold (see "Memory" above) [bytes]. One trace
+ * of SCHED_TRACE_MAX records takes about 5 MiB, and 8 MiB + 2.5 MiB while it is generated. */
+#define CTL_MEM_PER_USER (16u << 20)
+#define CTL_MEM_UNPRIV (48u << 20)
+#define CTL_MEM_TOTAL (64u << 20)
+
 /* Returns NULL on allocation failure. */
 struct ctl *ctl_create(const struct ctl_options *opts);
+/* Checks the memory accounting's invariants: 0, or -EFAULT with what is broken in buf. */
+int ctl_check(struct ctl *c, char *buf, size_t len);
 /* Frees the ctl; open control handles must be gone (the session has ended). NULL is a no-op. */
 void ctl_destroy(struct ctl *c);
 

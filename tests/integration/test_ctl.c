@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chaos.h"
 #include "ctl.h"
 #include "mount.h"
 #include "sched.h"
@@ -762,6 +763,165 @@ static int trace_lines(const char *text, const char *event, uint64_t key)
 			n++;
 	}
 	return n;
+}
+
+/* ---- memory bound of open control files (issue 32, item 2) ---- */
+
+/* What a child holding opens of the trace reports through a pipe. */
+struct holder_report {
+	int ok;	      /* opens that succeeded (and are still held) */
+	int emfile;   /* refused with EMFILE */
+	int other;    /* refused otherwise */
+	int other_errno;
+};
+
+/* Child: as `uid`, opens `path` up to `n` times and keeps them; reports on wfd, then waits
+ * for the parent to close its end of `hold` and exits (closing everything). */
+static void hold_opens(uid_t uid, const char *path, int n, int wfd, int hold)
+{
+	struct holder_report r = { 0 };
+	char c;
+
+	if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+		_exit(99);
+	for (int i = 0; i < n; i++) {
+		int fd = open(path, O_RDONLY);
+
+		if (fd >= 0)
+			r.ok++;
+		else if (errno == EMFILE)
+			r.emfile++;
+		else
+			r.other++, r.other_errno = errno;
+	}
+	if (write(wfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(98);
+	(void)read(hold, &c, 1); /* EOF when the parent is done measuring */
+	_exit(0);
+}
+
+struct holder {
+	pid_t pid;
+	int hold; /* parent's write end: closing it lets the child go */
+	struct holder_report r;
+};
+
+static void holder_start(struct holder *h, uid_t uid, const char *path, int n)
+{
+	int rep[2], hold[2];
+
+	cr_assert_eq(pipe(rep), 0);
+	cr_assert_eq(pipe(hold), 0);
+	h->pid = fork();
+	cr_assert_geq(h->pid, 0);
+	if (h->pid == 0) {
+		/* Nothing else inherited: another holder's `hold` end would keep it waiting. */
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != rep[1] && fd != hold[0])
+				close(fd);
+		hold_opens(uid, path, n, rep[1], hold[0]);
+	}
+	close(rep[1]);
+	close(hold[0]);
+	h->hold = hold[1];
+	cr_assert_eq(read(rep[0], &h->r, sizeof(h->r)), (ssize_t)sizeof(h->r),
+		     "the child holding opens as %u did not report", (unsigned)uid);
+	close(rep[0]);
+}
+
+static void holder_stop(struct holder *h)
+{
+	int st = 0;
+
+	close(h->hold);
+	cr_assert(mnt_wait_bounded(h->pid, 20000, &st), "holder did not exit");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "holder exit status %d", st);
+}
+
+/* Fills a trace ring of SCHED_TRACE_MAX records with reads through the mount. */
+static void fill_trace(void)
+{
+	char buf[4096];
+	uint64_t written = 0;
+	int fd;
+
+	cr_assert_eq(put(ctl("trace"), "65536"), 0);
+	cr_assert_eq(write_pattern(mnt_path(&M, "tr"), 1 << 20, 5), 0);
+	fd = open(mnt_path(&M, "tr"), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	for (int round = 0; round < 64 && written < 2 * SCHED_TRACE_MAX; round++) {
+		char *s;
+		unsigned long long kept = 0, total = 0;
+
+		for (int i = 0; i < 4096; i++)
+			cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(i % 256) * 4096),
+				     (ssize_t)sizeof(buf));
+		s = slurp(ctl("trace"));
+		cr_assert_eq(sscanf(s, "# %llu records kept, %llu written", &kept, &total), 2,
+			     "%.80s", s);
+		written = total;
+		free(s);
+	}
+	close(fd);
+	cr_assert_geq(written, SCHED_TRACE_MAX, "the ring did not fill");
+}
+
+/*
+ * The issue's case: with the trace on, uid 65534 holding 200 opens of .cfqfs/trace took the
+ * daemon from 7 MB to 697 MB resident, 314 MB of it kept after they closed. Now an unprivileged
+ * user's open handles hold at most CTL_MEM_PER_USER (the opens past it fail with EMFILE),
+ * another user and root can still read the trace meanwhile, and the memory goes back when
+ * they close. Bounds on VmRSS, no time.
+ */
+Test(ctl, open_control_files_hold_bounded_memory_per_user_and_give_it_back)
+{
+	struct holder nobody, other;
+	long rss0, rss1, rss2;
+	char *s;
+
+	if (geteuid() != 0)
+		cr_skip("needs root to act as uid 65534 and 65533");
+	fill_trace();
+	s = slurp(ctl("trace")); /* warm: the first generation's allocations */
+	cr_log_info("trace: %zu bytes of text", strlen(s));
+	cr_assert_gt(strlen(s), 2u << 20, "a full trace should be megabytes: %zu", strlen(s));
+	free(s);
+	cr_assert_eq(put(ctl("scheduler"), "cfq"), 0); /* no-op, a record: the ring is full */
+	rss0 = ch_vmrss_kb(M.pid);
+	cr_assert_gt(rss0, 0);
+
+	holder_start(&nobody, 65534, ctl("trace"), 200);
+	cr_log_info("uid 65534: %d opens held, %d EMFILE, %d other", nobody.r.ok,
+		    nobody.r.emfile, nobody.r.other);
+	cr_expect_geq(nobody.r.ok, 1, "an unprivileged user could not open the trace once");
+	cr_expect_eq(nobody.r.other, 0, "opens refused with %s, not EMFILE",
+		     strerror(nobody.r.other_errno));
+	cr_expect_eq(nobody.r.ok + nobody.r.emfile, 200);
+	cr_expect_gt(nobody.r.emfile, 0, "200 opens of a megabytes trace were all let through");
+	/* A second user has its own share; root still reads while both hold theirs. */
+	holder_start(&other, 65533, ctl("trace"), 20);
+	cr_expect_geq(other.r.ok, 1, "uid 65533 was refused because 65534 holds its bound");
+	s = slurp(ctl("trace"));
+	cr_expect_gt(strlen(s), 2u << 20, "root's read of the trace: %zu bytes", strlen(s));
+	free(s);
+	rss1 = ch_vmrss_kb(M.pid);
+	cr_log_info("daemon VmRSS %ld KiB before, %ld KiB while two users hold their opens", rss0,
+		    rss1);
+	/* Two users' bounds, and a margin for the FUSE threads' own buffers. */
+	cr_expect_leq(rss1 - rss0, 2 * (CTL_MEM_PER_USER >> 10) + 16 * 1024,
+		      "VmRSS grew by %ld KiB while two users hold opens of the trace",
+		      rss1 - rss0);
+	holder_stop(&nobody);
+	holder_stop(&other);
+	rss2 = ch_vmrss_kb(M.pid);
+	cr_log_info("daemon VmRSS %ld KiB after they closed", rss2);
+	cr_expect_leq(rss2 - rss0, 8 * 1024, "VmRSS kept %ld KiB after every open was closed",
+		      rss2 - rss0);
+	/* And the bound was per user, not a leak of charges: 65534 may open again. */
+	holder_start(&nobody, 65534, ctl("trace"), 1);
+	cr_expect_eq(nobody.r.ok, 1, "after closing, uid 65534 could not open the trace");
+	holder_stop(&nobody);
+	mnt_cr_finish(&M);
 }
 
 Test(ctl, trace_starts_records_the_callers_requests_and_stops)
