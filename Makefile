@@ -41,7 +41,9 @@ test: test-normal test-san
 test-normal: deps-test $(BUILD)/CMakeCache.txt
 	$(CMAKE) -S . -B $(BUILD) >/dev/null
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+	rm -rf $(BUILD)/Testing/skipped
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS); rc=$$?; \
+	sh $(CURDIR)/scripts/list-skips.sh Testing/skipped; exit $$rc
 
 demo: deps-bench build
 	bash scripts/demo.sh $(BUILD)/fs/cfqfs

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -720,16 +721,27 @@ Test(limits, killed_groups_are_freed)
  * after the creation, which concurrent callers make likely (stress-ng --chdir did) and this
  * sequential loop does not force.
  */
+/* A root daemon would raise its descriptor limit to fs.nr_open (CAP_SYS_RESOURCE), leaving the
+ * out_of_descriptors tests nothing to hit. Dropping the capability from this test process's
+ * bounding set keeps the daemon it executes from having it; the test process itself (a
+ * Criterion child of its own) keeps its capabilities. Not root: nothing to drop, the hard
+ * limit already binds. */
+static void drop_sys_resource(void)
+{
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) != 0 && errno != EPERM)
+		cr_assert_fail("PR_CAPBSET_DROP CAP_SYS_RESOURCE: %s", strerror(errno));
+}
+
 Test(limits, out_of_descriptors_creation_fails_cleanly_and_the_log_says_why)
 {
-	/* the daemon inherits it and cannot raise it (soft = hard; as root it could, with
-	 * CAP_SYS_RESOURCE, go to fs.nr_open: then this test has nothing to hit and skips) */
+	/* the daemon inherits it and cannot raise it (soft = hard, no CAP_SYS_RESOURCE) */
 	struct rlimit low = { .rlim_cur = 64, .rlim_max = 64 };
 	int failed = 0, made = 0, first_err = 0;
 	char rel[64];
 	struct stat st;
 
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0, "setrlimit: %s", strerror(errno));
+	drop_sys_resource();
 	cr_assert_eq(mnt_start(&m, NULL), 0, "mount with 64 descriptors failed");
 	for (int i = 0; i < 200; i++) {
 		const char *kind = i % 3 == 0 ? "d" : i % 3 == 1 ? "p" : "l";
@@ -753,8 +765,8 @@ Test(limits, out_of_descriptors_creation_fails_cleanly_and_the_log_says_why)
 	}
 	if (failed == 0) {
 		mnt_cr_finish(&m);
-		cr_skip("the daemon raised its descriptor limit past 64 (CAP_SYS_RESOURCE): "
-			"nothing to test");
+		cr_skip("the daemon raised its descriptor limit past 64 although "
+			"CAP_SYS_RESOURCE was dropped from the bounding set: nothing to test");
 	}
 	cr_log_info("%d nodes made, %d refused with %s", made, failed, strerror(first_err));
 	cr_assert_gt(made, 0, "not even one node could be made with 64 descriptors");
@@ -781,6 +793,7 @@ Test(limits, out_of_descriptors_files_fail_to_open_but_close_and_lock_as_before)
 	struct stat st;
 
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0, "setrlimit: %s", strerror(errno));
+	drop_sys_resource();
 	cr_assert_eq(mnt_start(&m, NULL), 0, "mount with 64 descriptors failed");
 	held = open(mnt_path(&m, "held"), O_CREAT | O_RDWR, 0644);
 	cr_assert_geq(held, 0, "open of the first file: %s", strerror(errno));
@@ -806,8 +819,8 @@ Test(limits, out_of_descriptors_files_fail_to_open_but_close_and_lock_as_before)
 	if (failed == 0) {
 		close(held);
 		mnt_cr_finish(&m);
-		cr_skip("the daemon raised its descriptor limit past 64 (CAP_SYS_RESOURCE): "
-			"nothing to test");
+		cr_skip("the daemon raised its descriptor limit past 64 although "
+			"CAP_SYS_RESOURCE was dropped from the bounding set: nothing to test");
 	}
 	cr_log_info("%d files made, %d refused", made, failed);
 	cr_assert_gt(made, 0, "not even one file could be made with 64 descriptors");
