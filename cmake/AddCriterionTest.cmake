@@ -15,7 +15,7 @@ function(add_criterion_test)
   add_test(NAME ${ACT_NAME}
            COMMAND ${PROJECT_SOURCE_DIR}/tests/run-criterion.sh
                    ${CMAKE_BINARY_DIR}/Testing/skipped ${ACT_NAME}
-                   $<TARGET_FILE:${ACT_NAME}> -j1 --full-stats)
+                   $<TARGET_FILE:${ACT_NAME}> -j1)
   if(NOT ACT_TIMEOUT)
     set(ACT_TIMEOUT 300)
   endif()

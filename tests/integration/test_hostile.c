@@ -35,7 +35,7 @@ static struct mnt M;
 static void setup(void)
 {
 	/* a long entry timeout keeps the negative entry the symlink test relies on */
-	static const char *const args[] = { "-o", "entry_timeout=30", NULL };
+	static const char *const args[] = { "-o", "entry_timeout=30,negative_timeout=30", NULL };
 
 	umask(022);
 	if (!mnt_fuse_available())
@@ -173,7 +173,7 @@ Test(hostile, create_through_planted_dangling_symlink)
 	struct stat st;
 	const char *outside = base_path(&M, "outside/created");
 
-	/* the kernel caches "dl does not exist" (entry_timeout=30)... */
+	/* the kernel caches "dl does not exist" (negative_timeout=30)... */
 	MNT_EXPECT_ERRNO(stat(mnt_path(&M, "dl"), &st), ENOENT);
 	/* ...then a link appears on SOURCE behind the mount; followed from SOURCE it leads to
 	 * base/outside/created, from the mount to base/m1/outside/created (no such dir) */
@@ -220,7 +220,7 @@ Test(hostile, create_over_planted_fifo_or_device)
 {
 	struct stat st;
 
-	/* negative entries cached (entry_timeout=30), then the nodes appear on SOURCE */
+	/* negative entries cached (negative_timeout=30), then the nodes appear on SOURCE */
 	MNT_EXPECT_ERRNO(stat(mnt_path(&M, "ff"), &st), ENOENT);
 	MNT_EXPECT_ERRNO(stat(mnt_path(&M, "nul"), &st), ENOENT);
 	MNT_EXPECT_OK(mkfifo(src_path(&M, "ff"), 0666));
