@@ -277,7 +277,8 @@ static void mem_paranoid_check(const struct ctl *c)
 #endif
 }
 
-static void acct_refused(const struct ctl_acct *a, size_t held)
+/* Logs a refusal (at most once a minute); held and total were read under mem_lock. */
+static void acct_refused(const struct ctl_acct *a, size_t held, size_t total)
 {
 	long long now = (long long)time(NULL), prev = atomic_load(&a->c->mem_warned);
 
@@ -287,7 +288,7 @@ static void acct_refused(const struct ctl_acct *a, size_t held)
 		 "all handles %zu KiB; the bounds are %u MiB per user, %u MiB for all users but "
 		 "root and the owner, %u MiB in all (logged at most once a minute)",
 		 (unsigned)a->uid, a->err == -EMFILE ? "EMFILE" : "ENFILE", held >> 10,
-		 a->c->mem_total >> 10, CTL_MEM_PER_USER >> 20, CTL_MEM_UNPRIV >> 20,
+		 total >> 10, CTL_MEM_PER_USER >> 20, CTL_MEM_UNPRIV >> 20,
 		 CTL_MEM_TOTAL >> 20);
 }
 
@@ -297,7 +298,7 @@ static int acct_charge(struct ctl_acct *a, size_t n)
 {
 	struct ctl *c = a->c;
 	struct ctl_mem_user *u = NULL;
-	size_t held = 0;
+	size_t held = 0, total;
 	int rc = 0;
 
 	pthread_mutex_lock(&c->mem_lock);
@@ -339,10 +340,11 @@ static int acct_charge(struct ctl_acct *a, size_t n)
 	a->bytes += n;
 	mem_paranoid_check(c);
 out_unlock:
+	total = c->mem_total;
 	pthread_mutex_unlock(&c->mem_lock);
 	if ((rc == -EMFILE || rc == -ENFILE) && !a->err) {
 		a->err = rc;
-		acct_refused(a, a->privileged ? a->bytes : held);
+		acct_refused(a, a->privileged ? a->bytes : held, total);
 	}
 	return rc;
 }
