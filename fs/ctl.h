@@ -92,7 +92,7 @@ struct ctl_options {
 };
 
 /* Bounds of the memory open control handles hold (see "Memory" above) [bytes]. One trace
- * of SCHED_TRACE_MAX records takes about 5 MiB, and 8 MiB + 2.5 MiB while it is generated. */
+ * of SCHED_TRACE_MAX records takes about 3.5 MiB, and 2.5 MiB more while it is generated. */
 #define CTL_MEM_PER_USER (16u << 20)
 #define CTL_MEM_UNPRIV (48u << 20)
 #define CTL_MEM_TOTAL (64u << 20)
