@@ -312,6 +312,7 @@ void pt_classify_open(struct classifier *c, fuse_req_t req, uint64_t file, int f
 	opener->file = file;
 	opener->rq_flags = 0;
 	opener->no_caller = false;
+	opener->uid = ctx ? ctx->uid : 0;
 }
 
 void pt_classify_release(struct exec_tag *opener)
@@ -336,6 +337,7 @@ void pt_classify(struct classifier *c, fuse_req_t req, const struct exec_tag *op
 	classify_caller(c, req, opener->path ? opener->path : late_path, out);
 	free(late_path);
 	out->no_caller = !ctx || ctx->pid <= 0;
+	out->uid = out->no_caller ? opener->uid : ctx->uid;
 	out->path = NULL; /* the opener keeps ownership */
 	out->file = opener->file;
 	/* nobody waits for a request sent on nobody's behalf */

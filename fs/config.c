@@ -292,6 +292,33 @@ static int set_open_limit(struct cfqfs_config *c, const char *v, char *err, size
 	return set_u32(&c->open_limit, 0, 1 << 30, v, err, errlen);
 }
 
+/* The per-user bounds: 0 takes the per-group value; otherwise the per-group range. */
+static int set_uid_queue_limit(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	int64_t x;
+	int r = parse_int(v, 0, 1 << 20, &x, err, errlen);
+
+	if (r == 0 && x > 0 && x < 16) {
+		seterr(err, errlen, "%lld is out of range: 0 (the per-group queue_limit) or "
+		       "[16, 1048576]", (long long)x);
+		r = -EINVAL;
+	}
+	if (r == 0)
+		c->uid_queue_limit = (uint32_t)x;
+	return r;
+}
+
+static int set_uid_queue_limit_mb(struct cfqfs_config *c, const char *v, char *err,
+				  size_t errlen)
+{
+	return set_u32(&c->uid_queue_limit_mb, 0, 1 << 20, v, err, errlen);
+}
+
+static int set_uid_open_limit(struct cfqfs_config *c, const char *v, char *err, size_t errlen)
+{
+	return set_u32(&c->uid_open_limit, 0, 1 << 30, v, err, errlen);
+}
+
 /*
  * The kernel keeps FUSE requests nobody waits for synchronously (readahead, writeback,
  * asynchronous direct I/O) in its own FIFO beyond this many, where the scheduler cannot see
@@ -398,6 +425,9 @@ static const struct {
 	{ "queue_limit", set_queue_limit },
 	{ "queue_limit_mb", set_queue_limit_mb },
 	{ "open_limit", set_open_limit },
+	{ "uid_queue_limit", set_uid_queue_limit },
+	{ "uid_queue_limit_mb", set_uid_queue_limit_mb },
+	{ "uid_open_limit", set_uid_open_limit },
 	{ "group_expire_ms", set_group_expire_ms },
 	{ "max_background", set_max_background },
 	{ "rotational", set_rotational },

@@ -66,6 +66,11 @@ struct cfqfs_config {
 	uint32_t queue_limit;		/* [requests] queued + in flight per group */
 	uint32_t queue_limit_mb;	/* [MiB] write data held per group */
 	uint32_t open_limit;		/* [files] open per group; 0 = a quarter of the fd limit */
+	/* The same per uid over all its groups (uid 0 is not bounded per user); 0 = the
+	 * per-group value. */
+	uint32_t uid_queue_limit;	/* [requests] */
+	uint32_t uid_queue_limit_mb;	/* [MiB] */
+	uint32_t uid_open_limit;	/* [files] */
 	uint32_t group_expire_ms;	/* [ms] an unused group is removed after this; 0 never */
 	/* FUSE background requests (readahead, writeback, asynchronous direct I/O) the kernel
 	 * lets into the daemon at once, 1..65535; the kernel's own default is 12. */

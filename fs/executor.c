@@ -54,6 +54,7 @@
 #include "clock.h"
 #include "device.h"
 #include "log.h"
+#include "uidtab.h"
 
 #define EXEC_DEPTH_MAX 256u
 #define EXEC_IOV_MAX 256 /* members of one merged run issued by one preadv/pwritev */
@@ -71,6 +72,9 @@
 #define EXEC_IRQ_BATCH 32u
 /* [ns] at most one "limit reached" warning per this interval. */
 #define EXEC_LIMIT_WARN_NS (10ull * 1000000000ull)
+/* Which bound refused a request (charge()), for the warning. */
+#define WARN_GROUP 1
+#define WARN_UID 2
 
 /* What a record serves. A copy or an fallocate is served in pieces of at most the policy's
  * max_copy_kb, each one scheduler request of the same record: when a piece completes, its
@@ -126,6 +130,9 @@ struct exec_req {
 	bool unbounded;		 /* no caller waits for it (writeback): charged, never refused
 				    by the limits (exec_limits) */
 	uint64_t charged_bytes;	 /* [bytes] of write data counted there */
+	uid_t uid;		 /* the tag's uid (fill_rq), for the per-user bounds */
+	uid_t charged_uid;	 /* whose entry of ex->uid_load counts this record, if `charged`
+				    and not 0 (root is not counted per user) */
 	enum er_state state;	 /* protected by ex->lock */
 	struct exec_req *next_free; /* pool link, ready-list link of a dispatched chain head
 				       (both protected by ex->lock), or link of a thread's
@@ -171,7 +178,8 @@ struct grp_load {
  * (still ER_RUNNING until enqueued: an interrupt callback ignores it). `all` links every
  * record and nr_records counts them. in_flight counts the chains, ready or being issued, and
  * never exceeds depth.
- * load[g] sums the charged records of group g; pool_bytes sums buf_cap over the free list.
+ * load[g] sums the charged records of group g, uid_load[u] those of uid u != 0; pool_bytes
+ * sums buf_cap over the free list.
  * A pinned record is queued or in a dispatched chain, and a ready chain's head counts its
  * pinned members in `pins`. check_locked() verifies these (debug builds: after every enqueue
  * and completion, and at exec_destroy).
@@ -193,6 +201,7 @@ struct executor {
 	bool stopping;		   /* protected by lock */
 	struct exec_limits limits; /* protected by lock */
 	struct grp_load *load;	   /* [nr_load], indexed by group id; protected by lock */
+	struct uidtab *uid_load;   /* the same per uid but 0 (uidtab.h); protected by lock */
 	size_t nr_load;		   /* protected by lock */
 	sched_ns limit_warned;	   /* [ns] last limit warning; protected by lock */
 	unsigned nr_irq_watch;	   /* records with irq_tid set; protected by lock */
@@ -238,7 +247,8 @@ static struct exec_req *er_of(struct sched_rq *rq)
 static int check_locked(struct executor *ex, char *buf, size_t len)
 {
 	size_t n = 0, nfree = 0, pool = 0;
-	uint64_t creqs = 0, cbytes = 0, lreqs = 0, lbytes = 0;
+	uint64_t creqs = 0, cbytes = 0, lreqs = 0, lbytes = 0, ureqs = 0, ubytes = 0;
+	uint64_t tab_reqs, tab_bytes;
 	unsigned ready = 0, watched = 0;
 	struct exec_req *er;
 
@@ -265,6 +275,8 @@ static int check_locked(struct executor *ex, char *buf, size_t len)
 			      " of %zu", n, er->charged_group, ex->nr_load);
 			creqs++;
 			cbytes += er->charged_bytes;
+			ureqs += er->charged_uid != 0;
+			ubytes += er->charged_uid != 0 ? er->charged_bytes : 0;
 		}
 	}
 	CHECK(n == ex->nr_records, "%zu records on `all`, nr_records %zu", n, ex->nr_records);
@@ -297,6 +309,11 @@ static int check_locked(struct executor *ex, char *buf, size_t len)
 	CHECK(lreqs == creqs && lbytes == cbytes,
 	      "load sums %" PRIu64 " requests / %" PRIu64 " bytes, charged records %" PRIu64
 	      " / %" PRIu64, lreqs, lbytes, creqs, cbytes);
+	if (uidtab_check(ex->uid_load, &tab_reqs, &tab_bytes, buf, len) < 0)
+		return -EFAULT;
+	CHECK(tab_reqs == ureqs && tab_bytes == ubytes,
+	      "per-user load sums %" PRIu64 " requests / %" PRIu64 " bytes, records charged to a "
+	      "uid %" PRIu64 " / %" PRIu64, tab_reqs, tab_bytes, ureqs, ubytes);
 	return 0;
 }
 #undef CHECK
@@ -345,13 +362,15 @@ static struct exec_req *er_get(struct executor *ex)
 	return er;
 }
 
-/* Drops a record's charge on its group's load. Called with ex->lock held. */
+/* Drops a record's charge on its group's and its user's load. Called with ex->lock held. */
 static void er_uncharge(struct executor *ex, struct exec_req *er)
 {
 	if (er->charged) {
 		struct grp_load *l = &ex->load[er->charged_group];
 		l->reqs--;
 		l->bytes -= er->charged_bytes;
+		if (er->charged_uid != 0)
+			uidtab_uncharge(ex->uid_load, er->charged_uid, 1, er->charged_bytes);
 		er->charged = false;
 		er->charged_bytes = 0;
 	}
@@ -1123,13 +1142,13 @@ static void spare_release(void *p)
 }
 
 /*
- * Charges a filled record to its group's load unless that would pass a limit (a group holding
- * nothing may always hold one request, whatever its size; a record nobody waits for, the
- * kernel's writeback, is never refused: see exec_limits). Called with ex->lock held.
- * Returns 0; -EAGAIN over a limit (*warn set when a warning is due); -ENOMEM if the load table
- * could not grow. Nothing is charged on failure.
+ * Charges a filled record to its group's load and its uid's unless that would pass a limit (a
+ * group or user holding nothing may always hold one request, whatever its size; a record
+ * nobody waits for, the kernel's writeback, is never refused: see exec_limits). Called with
+ * ex->lock held. Returns 0; -EAGAIN over a limit (*warn set to WARN_GROUP or WARN_UID when a
+ * warning is due); -ENOMEM if a load table could not grow. Nothing is charged on failure.
  */
-static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *warn)
+static int charge(struct executor *ex, struct exec_req *er, sched_ns now, int *warn)
 {
 	uint32_t g = er->rq.group;
 	/* data held: a write's; a copy's piece buffer (its first piece's size, kept for the
@@ -1155,11 +1174,24 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *
 	 * error fsync() has. Each comes from a caller blocked in it, so they stay few. */
 	bool exempt = er->unbounded || er->rq.op == SCHED_OP_FSYNC ||
 		      er->rq.op == SCHED_OP_FDATASYNC;
+	int over = 0;
 	if (!exempt && l->reqs > 0 &&
-	    (l->reqs >= ex->limits.queue_limit || l->bytes + bytes > ex->limits.queue_bytes)) {
+	    (l->reqs >= ex->limits.queue_limit || l->bytes + bytes > ex->limits.queue_bytes))
+		over = WARN_GROUP;
+	if (!over && er->uid != 0) {
+		/* exempt requests count, like a group's, but are never refused */
+		int rc = uidtab_charge(ex->uid_load, er->uid, 1, bytes,
+				       exempt ? UINT32_MAX : ex->limits.uid_queue_limit,
+				       exempt ? UINT64_MAX : ex->limits.uid_queue_bytes);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0)
+			over = WARN_UID;
+	}
+	if (over) {
 		if (ex->limit_warned == 0 || now - ex->limit_warned >= EXEC_LIMIT_WARN_NS) {
 			ex->limit_warned = now ? now : 1;
-			*warn = true;
+			*warn = over;
 		}
 		return -EAGAIN;
 	}
@@ -1168,6 +1200,7 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, bool *
 	er->charged = true;
 	er->charged_group = g;
 	er->charged_bytes = bytes;
+	er->charged_uid = er->uid;
 	return 0;
 }
 
@@ -1185,6 +1218,7 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
 	er->rq.offset = off;
 	er->rq.len = len;
 	er->unbounded = tag->no_caller;
+	er->uid = tag->uid;
 }
 
 /*
@@ -1198,8 +1232,10 @@ static void fill_rq(struct exec_req *er, const struct exec_tag *tag, enum sched_
  */
 static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 {
-	bool warn = false, copy = false;
+	bool copy = false;
+	int warn = 0;
 	uint32_t group;
+	uid_t uid = er->uid; /* for the warning, as `group` */
 	int err;
 
 	fuse_req_interrupt_func(er->req, on_interrupt, er);
@@ -1280,10 +1316,15 @@ static void submit(struct executor *ex, struct exec_req *er, size_t borrowed)
 			pthread_mutex_unlock(&ex->lock);
 		}
 	}
-	if (warn)
+	if (warn == WARN_GROUP)
 		LOG_WARN("group %u reached its queue limit (queue_limit, queue_limit_mb): further "
 			 "requests of it get EAGAIN until it drains (warned once per %llu s)",
 			 group, (unsigned long long)(EXEC_LIMIT_WARN_NS / 1000000000ull));
+	else if (warn == WARN_UID)
+		LOG_WARN("uid %u reached its queue limit over all its groups (uid_queue_limit, "
+			 "uid_queue_limit_mb): further requests of it get EAGAIN until it drains "
+			 "(warned once per %llu s)", (unsigned)uid,
+			 (unsigned long long)(EXEC_LIMIT_WARN_NS / 1000000000ull));
 	if (err) {
 		if (err != -EAGAIN)
 			LOG_WARN("cannot queue a request: %s", strerror(-err));
@@ -1459,10 +1500,26 @@ void exec_fallocate(struct executor *ex, fuse_req_t req, int fd, int mode, off_t
 	submit(ex, er, 0);
 }
 
+/* The limits with every 0 replaced by its default (exec_limits). */
+static struct exec_limits limits_resolved(const struct exec_limits *lim)
+{
+	struct exec_limits l = *lim;
+
+	if (l.queue_limit == 0)
+		l.queue_limit = EXEC_QUEUE_LIMIT_DEFAULT;
+	if (l.queue_bytes == 0)
+		l.queue_bytes = EXEC_QUEUE_BYTES_DEFAULT;
+	if (l.uid_queue_limit == 0)
+		l.uid_queue_limit = l.queue_limit;
+	if (l.uid_queue_bytes == 0)
+		l.uid_queue_bytes = l.queue_bytes;
+	return l;
+}
+
 void exec_set_limits(struct executor *ex, const struct exec_limits *lim)
 {
 	pthread_mutex_lock(&ex->lock);
-	ex->limits = *lim;
+	ex->limits = limits_resolved(lim);
 	pthread_mutex_unlock(&ex->lock);
 }
 
@@ -1500,11 +1557,12 @@ struct executor *exec_create(const struct exec_options *opts, int *err)
 	}
 	ex->depth = opts->depth;
 	ex->timer_at = SCHED_NS_NEVER;
-	ex->limits = opts->limits;
-	if (ex->limits.queue_limit == 0)
-		ex->limits.queue_limit = EXEC_QUEUE_LIMIT_DEFAULT;
-	if (ex->limits.queue_bytes == 0)
-		ex->limits.queue_bytes = EXEC_QUEUE_BYTES_DEFAULT;
+	ex->limits = limits_resolved(&opts->limits);
+	ex->uid_load = uidtab_new();
+	if (!ex->uid_load) {
+		e = -ENOMEM;
+		goto out_free;
+	}
 	ex->workers = calloc(opts->depth, sizeof(*ex->workers));
 	if (!ex->workers) {
 		e = -ENOMEM;
@@ -1547,6 +1605,7 @@ out_free_dev:
 out_free_workers:
 	free(ex->workers);
 out_free:
+	uidtab_free(ex->uid_load);
 	free(ex);
 out:
 	*err = e;
@@ -1600,6 +1659,7 @@ void exec_destroy(struct executor *ex)
 	sched_destroy(ex->sd);
 	dev_destroy(ex->dev);
 	free(ex->load);
+	uidtab_free(ex->uid_load);
 	pthread_cond_destroy(&ex->work);
 	pthread_cond_destroy(&ex->unpinned);
 	pthread_mutex_destroy(&ex->lock);

@@ -34,6 +34,7 @@ struct exec_tag {
 	uint8_t level;	    /* 0..7 */
 	uint8_t rq_flags;   /* SCHED_RQ_* of the request (pt_rq_flags); unused in an opener */
 	bool no_caller;	    /* sent by the kernel on nobody's behalf (writeback: pid 0) */
+	uid_t uid;	    /* the caller's uid (the opener's when no_caller): per-user bounds */
 	char *path;	    /* opener only: path inside the mount for path rules, or NULL;
 			       owned by the handle (pt_classify_release) */
 };
@@ -52,6 +53,12 @@ struct exec_tag {
 struct exec_limits {
 	unsigned queue_limit;  /* [requests] per group, queued + in flight; >= 1 */
 	uint64_t queue_bytes;  /* [bytes] per group of write data held; >= 1 MiB */
+	/* The same per user, summed over all the groups of the caller's uid, so that a user
+	 * who makes many cgroups does not multiply the bound. uid 0 is not bounded per user
+	 * (its groups still are): root is the administrator, and the kernel's own writeback
+	 * runs as root. 0: the per-group value. */
+	unsigned uid_queue_limit; /* [requests] per uid */
+	uint64_t uid_queue_bytes; /* [bytes] per uid */
 };
 #define EXEC_QUEUE_LIMIT_DEFAULT 4096u
 #define EXEC_QUEUE_BYTES_DEFAULT (256ull << 20)

@@ -74,6 +74,11 @@ static const char usage_text[] =
 	"  group_expire_ms=MS    remove a group unused this long (default 60000; 0: never)\n"
 	"  open_limit=N          files one group may hold open (default 0: a quarter of the\n"
 	"                        daemon's descriptor limit); past it, open fails with EMFILE\n"
+	"  uid_queue_limit=N, uid_queue_limit_mb=MIB, uid_open_limit=N\n"
+	"                        the same bounds per user over all of its groups, so that\n"
+	"                        making cgroups does not multiply them (default 0: the\n"
+	"                        per-group value; root is bounded per group only); blocked\n"
+	"                        lock requests: 1024 per user of 4096\n"
 	"  max_background=N      readahead, writeback and async direct I/O requests the kernel\n"
 	"                        lets in at once (default 128; the kernel's own default is 12)\n"
 	"  ctl_dir=NAME          control directory at the mount root (default .cfqfs; empty: none)\n"
@@ -476,6 +481,8 @@ static struct exec_limits exec_limits_of(const struct cfqfs_config *cfg)
 	return (struct exec_limits){
 		.queue_limit = cfg->queue_limit,
 		.queue_bytes = (uint64_t)cfg->queue_limit_mb << 20,
+		.uid_queue_limit = cfg->uid_queue_limit,
+		.uid_queue_bytes = (uint64_t)cfg->uid_queue_limit_mb << 20,
 	};
 }
 
@@ -623,7 +630,7 @@ static void reload(struct reloader *rl)
 		LOG_ERR("reload: a tunable was refused: %s", strerror(-r));
 	struct exec_limits lim = exec_limits_of(&next);
 	exec_set_limits(rl->ex, &lim);
-	pt_set_open_limit(rl->fs, next.open_limit);
+	pt_set_open_limit(rl->fs, next.open_limit, next.uid_open_limit);
 	grp_set_expiry(rl->groups, (uint64_t)next.group_expire_ms * 1000000u);
 	keep_mount_time_keys(rl->cfg, &next, desc, sizeof(desc));
 	if (desc[0])
@@ -820,6 +827,7 @@ int main(int argc, char **argv)
 		.device_info = device_info,
 		.splice = cfg.splice,
 		.open_limit = cfg.open_limit,
+		.uid_open_limit = cfg.uid_open_limit,
 		.max_background = cfg.max_background,
 		.cls = cls,
 		.groups = groups,

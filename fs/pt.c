@@ -89,12 +89,13 @@ static unsigned auto_open_limit(unsigned limit)
 	return rl.rlim_cur < 16 ? 16 : rl.rlim_cur > UINT_MAX ? UINT_MAX : (unsigned)rl.rlim_cur;
 }
 
-void pt_set_open_limit(struct pt_fs *fs, unsigned limit)
+void pt_set_open_limit(struct pt_fs *fs, unsigned limit, unsigned uid_limit)
 {
 	unsigned n = auto_open_limit(limit);
 
 	pthread_mutex_lock(&fs->handles_lock);
 	fs->open_limit = n;
+	fs->uid_open_limit = uid_limit ? uid_limit : n;
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
@@ -180,9 +181,18 @@ struct pt_fs *pt_create(const struct pt_options *opts, struct executor *ex, int 
 			goto out_itable;
 		}
 	}
+	fs->open_uid = uidtab_new();
+	if (!fs->open_uid) {
+		rc = -ENOMEM;
+		goto out_ctl;
+	}
 	raise_fd_limit();
 	fs->open_limit = auto_open_limit(opts->open_limit);
+	fs->uid_open_limit = opts->uid_open_limit ? opts->uid_open_limit : fs->open_limit;
 	return fs;
+
+out_ctl:
+	ctl_destroy(fs->ctl);
 
 out_itable:
 	pt_itable_destroy(fs->it);
@@ -198,33 +208,56 @@ out:
 	return NULL;
 }
 
-int pt__file_link(struct pt_fs *fs, struct pt_file *pf)
+/* Counts one more descriptor of `pf` against its opener's group and uid, or -EMFILE past
+ * open_limit or uid_open_limit, -ENOMEM if the group table cannot grow (nothing counted
+ * then). Called with handles_lock held. */
+static int count_open(struct pt_fs *fs, const struct pt_file *pf)
 {
 	uint32_t g = pf->opener.group;
-	int rc = 0;
+	int rc;
 
-	pthread_mutex_lock(&fs->handles_lock);
 	if (g >= fs->nr_open_count) {
 		size_t n = fs->nr_open_count ? fs->nr_open_count : 16;
 		while (n <= g)
 			n *= 2;
 		uint32_t *c = realloc(fs->open_count, n * sizeof(*c));
-		if (!c) {
-			rc = -ENOMEM;
-			goto out_unlock;
-		}
+		if (!c)
+			return -ENOMEM;
 		memset(c + fs->nr_open_count, 0, (n - fs->nr_open_count) * sizeof(*c));
 		fs->open_count = c;
 		fs->nr_open_count = n;
 	}
-	if (fs->open_count[g] >= fs->open_limit) {
-		rc = -EMFILE;
-		goto out_unlock;
+	if (fs->open_count[g] >= fs->open_limit)
+		return -EMFILE;
+	/* root is not bounded per user (pt_options.uid_open_limit) */
+	if (pf->opener.uid != 0) {
+		rc = uidtab_charge(fs->open_uid, pf->opener.uid, 1, 0, fs->uid_open_limit, 0);
+		if (rc < 0)
+			return rc == -EAGAIN ? -EMFILE : rc;
 	}
 	fs->open_count[g]++;
+	return 0;
+}
+
+/* Undoes one count_open(). Called with handles_lock held. */
+static void uncount_open(struct pt_fs *fs, const struct pt_file *pf)
+{
+	fs->open_count[pf->opener.group]--;
+	if (pf->opener.uid != 0)
+		uidtab_uncharge(fs->open_uid, pf->opener.uid, 1, 0);
+}
+
+int pt__file_link(struct pt_fs *fs, struct pt_file *pf)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->handles_lock);
+	rc = count_open(fs, pf);
+	if (rc < 0)
+		goto out_unlock;
 	/* Lock order: handles_lock before the registry's lock (grp_* never calls back here). */
 	if (fs->opts.groups)
-		grp_ref(fs->opts.groups, g);
+		grp_ref(fs->opts.groups, pf->opener.group);
 	pf->prev = NULL;
 	pf->next = fs->files;
 	if (fs->files)
@@ -235,10 +268,28 @@ out_unlock:
 	return rc;
 }
 
+int pt__file_count_fd(struct pt_fs *fs, struct pt_file *pf)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	int rc = count_open(fs, pf);
+	pthread_mutex_unlock(&fs->handles_lock);
+	return rc;
+}
+
+void pt__file_uncount_fd(struct pt_fs *fs, struct pt_file *pf)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	uncount_open(fs, pf);
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
 void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf)
 {
 	pthread_mutex_lock(&fs->handles_lock);
-	fs->open_count[pf->opener.group]--;
+	uncount_open(fs, pf);
+	/* its second descriptor (write_fd in pt_ops.c), final here: no request is outstanding */
+	if (atomic_load(&pf->plain_fd) >= 0)
+		uncount_open(fs, pf);
 	if (fs->opts.groups)
 		grp_unref(fs->opts.groups, pf->opener.group);
 	if (pf->prev)
@@ -315,6 +366,7 @@ void pt_destroy(struct pt_fs *fs)
 	pt_itable_destroy(fs->it);
 	ctl_destroy(fs->ctl);
 	free(fs->open_count);
+	uidtab_free(fs->open_uid);
 	free(fs->groups);
 	free((char *)fs->opts.source);
 	free((char *)fs->opts.ctl_dir);

@@ -37,6 +37,8 @@ struct pt_options {
 	bool splice;		   /* let libfuse move request data through pipes (splice) */
 	unsigned open_limit;	   /* [handles] open files per scheduler group; 0 = a quarter of
 				      the daemon's descriptor limit */
+	unsigned uid_open_limit;   /* [handles] open files per opener's uid over all its groups
+				      (root: not bounded per user); 0 = open_limit */
 	unsigned max_background;   /* [requests] FUSE background requests let in at once,
 				      1..65535; 0 = the kernel's default (12) */
 	struct classifier *cls;	   /* borrowed: who pays for each data request */
@@ -58,10 +60,10 @@ void pt_destroy(struct pt_fs *fs);
 void pt_quiesce(struct pt_fs *fs);
 
 /*
- * Sets the per-group open-file limit (0 = automatic, as in pt_options). Files already open
- * stay open. Cannot fail. Thread-safe.
+ * Sets the per-group and per-user open-file limits (0 = automatic, as in pt_options). Files
+ * already open stay open. Cannot fail. Thread-safe.
  */
-void pt_set_open_limit(struct pt_fs *fs, unsigned limit);
+void pt_set_open_limit(struct pt_fs *fs, unsigned limit, unsigned uid_limit);
 
 /* The operations table; userdata for fuse_session_new() is the struct pt_fs. */
 const struct fuse_lowlevel_ops *pt_ops(void);

@@ -26,6 +26,7 @@
 #include "executor.h"
 #include "pt.h"
 #include "pt_inode.h"
+#include "uidtab.h"
 
 /* Largest copy_file_range done in one request [bytes]: the executor cuts it into pieces
  * (max_copy_kb), and this bound makes the caller come back between requests, where a signal
@@ -65,6 +66,10 @@ struct pt_fs {
 	uint32_t *open_count;		/* [nr_open_count] by group id; by handles_lock */
 	size_t nr_open_count;		/* protected by handles_lock */
 	unsigned open_limit;		/* [handles] per group, >= 1; by handles_lock */
+	/* The same per opener's uid but 0, over all its groups: a user who makes many cgroups
+	 * does not multiply open_limit. Sums the linked files of each uid. */
+	struct uidtab *open_uid;	/* protected by handles_lock */
+	unsigned uid_open_limit;	/* [handles] per uid, >= 1; by handles_lock */
 };
 
 /*
@@ -75,7 +80,8 @@ struct pt_fs {
 struct pt_file {
 	int fd;			  /* backing fd, opened with the (adjusted) open flags */
 	/* The same file without O_APPEND, for writes after the caller cleared O_APPEND with
-	 * fcntl(F_SETFL): -1 until first needed (write_fd in pt_ops.c), closed with the handle */
+	 * fcntl(F_SETFL): -1 until first needed (write_fd in pt_ops.c), closed with the handle;
+	 * counted as an open file of the opener (pt__file_count_fd) */
 	atomic_int plain_fd;
 	int flags;		  /* flags as the kernel sent them (before our adjustments) */
 	dev_t dev;		  /* backing st_dev (POSIX lock owners are per backing file) */
@@ -125,11 +131,17 @@ static inline struct pt_dir *pt__dir(const struct fuse_file_info *fi)
 
 /*
  * Handle registry: link on open (before replying), unlink on release. pt__file_link counts
- * the file against its opener's group: -EMFILE when that group already holds open_limit
- * files, -ENOMEM if the count table cannot grow; then nothing is linked. Unlink cannot fail.
+ * the file against its opener's group and uid: -EMFILE when that group already holds
+ * open_limit files or that uid (not root) uid_open_limit, -ENOMEM if a count table cannot
+ * grow; then nothing is linked. Unlink cannot fail.
  */
 int pt__file_link(struct pt_fs *fs, struct pt_file *pf);
 void pt__file_unlink(struct pt_fs *fs, struct pt_file *pf);
+/* A linked file's second descriptor (plain_fd) counts as one more open file of its group and
+ * uid: pt__file_count_fd() before opening it (-EMFILE, -ENOMEM as pt__file_link, nothing
+ * counted then), pt__file_uncount_fd() if it is not kept; unlink gives back a kept one. */
+int pt__file_count_fd(struct pt_fs *fs, struct pt_file *pf);
+void pt__file_uncount_fd(struct pt_fs *fs, struct pt_file *pf);
 void pt__dir_link(struct pt_fs *fs, struct pt_dir *d);
 void pt__dir_unlink(struct pt_fs *fs, struct pt_dir *d);
 

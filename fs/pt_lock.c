@@ -61,6 +61,9 @@
 /* Blocked requests at once; past it a blocking request fails with ENOLCK ("no locks
  * available"), so a caller cannot make the daemon allocate without bound. */
 #define PT_LOCK_WAITERS_MAX 4096u
+/* Of those, one uid may hold at most this many (root: all), so that one user, however many
+ * processes or cgroups it runs, cannot take every slot and leave the others ENOLCK. */
+#define PT_LOCK_WAITERS_UID_MAX (PT_LOCK_WAITERS_MAX / 4)
 /* [ms] how often waiters are tried again without an event: the longest a waiter can stay
  * blocked after a process outside the mount releases the lock on SOURCE. */
 #define PT_LOCK_POLL_MS 20
@@ -105,6 +108,7 @@ struct lock_waiter {
 	struct flock blocking;
 	int fd;			   /* flock: the handle's descriptor (held open by the caller) */
 	int op;			   /* flock: LOCK_SH or LOCK_EX */
+	uid_t uid;		   /* the caller, counted in tab->wait_uid unless 0; by tab->lock */
 	struct lock_waiter *next;  /* waiting list (FIFO) or free list; by tab->lock */
 	struct lock_waiter *all;   /* every record, for destroy; by tab->lock */
 };
@@ -117,6 +121,8 @@ struct pt_locks {
 	struct lock_waiter *free;		  /* protected by lock */
 	struct lock_waiter *all;		  /* protected by lock */
 	unsigned nr_records;			  /* allocated waiters; protected by lock */
+	/* Records not W_FREE per caller's uid but 0 (PT_LOCK_WAITERS_UID_MAX). */
+	struct uidtab *wait_uid;		  /* protected by lock */
 	uint64_t events;	 /* bumped when a lock may have gone; protected by lock */
 	pthread_cond_t wake;	 /* events or stop, for the thread */
 	pthread_t thread;	 /* "cfqfs-locks", started with the first waiter */
@@ -141,8 +147,13 @@ struct pt_locks *pt__locks_create(void)
 		goto out_mutex;
 	}
 	pthread_condattr_destroy(&ca);
+	tab->wait_uid = uidtab_new();
+	if (!tab->wait_uid)
+		goto out_cond;
 	return tab;
 
+out_cond:
+	pthread_cond_destroy(&tab->wake);
 out_mutex:
 	pthread_mutex_destroy(&tab->lock);
 out_free:
@@ -173,6 +184,7 @@ void pt__locks_destroy(struct pt_locks *tab)
 			free(lo);
 		}
 	}
+	uidtab_free(tab->wait_uid);
 	pthread_cond_destroy(&tab->wake);
 	pthread_mutex_destroy(&tab->lock);
 	free(tab);
@@ -431,6 +443,7 @@ static int check_waiters(const struct pt_locks *tab, char *buf, size_t len)
 {
 	const struct lock_waiter *w;
 	unsigned n = 0, waiting = 0, free_n = 0;
+	uint64_t uid_held = 0, uid_sum = 0;
 
 	for (w = tab->waiting; w; w = w->next, waiting++) {
 		if (w->state != W_WAITING || !w->req || waiting > tab->nr_records)
@@ -446,9 +459,17 @@ static int check_waiters(const struct pt_locks *tab, char *buf, size_t len)
 			goto bad_all;
 		waiting -= w->state == W_WAITING;
 		free_n -= w->state == W_FREE;
+		uid_held += w->state != W_FREE && w->uid != 0;
 	}
 	if (n != tab->nr_records || waiting || free_n)
 		goto bad_all;
+	if (uidtab_check(tab->wait_uid, &uid_sum, NULL, buf, len) < 0)
+		return -EFAULT;
+	if (uid_sum != uid_held) {
+		snprintf(buf, len, "waiters per uid sum to %llu, %llu records are held by a uid",
+			 (unsigned long long)uid_sum, (unsigned long long)uid_held);
+		return -EFAULT;
+	}
 	return 0;
 
 bad_waiting:
@@ -593,6 +614,8 @@ static void waiter_finish(struct lock_waiter *w)
 		dead = unref(lo);
 	w->req = NULL;
 	w->lo = NULL;
+	if (w->uid != 0)
+		uidtab_uncharge(tab->wait_uid, w->uid, 1, 0);
 	w->state = W_FREE;
 	w->next = tab->free;
 	tab->free = w;
@@ -695,17 +718,22 @@ static void *waiter_main(void *arg)
 	return NULL;
 }
 
-/* A free waiter record, or NULL at PT_LOCK_WAITERS_MAX or out of memory. Called with
- * tab->lock held. */
-static struct lock_waiter *waiter_get(struct pt_locks *tab)
+/* A free waiter record for a caller of `uid`, or NULL at PT_LOCK_WAITERS_MAX, at
+ * PT_LOCK_WAITERS_UID_MAX of that uid, or out of memory. Called with tab->lock held. */
+static struct lock_waiter *waiter_get(struct pt_locks *tab, uid_t uid)
 {
 	struct lock_waiter *w = tab->free;
 
+	if (uid != 0 && uidtab_charge(tab->wait_uid, uid, 1, 0, PT_LOCK_WAITERS_UID_MAX, 0) < 0)
+		return NULL;
 	if (w) {
 		tab->free = w->next;
 	} else {
-		if (tab->nr_records >= PT_LOCK_WAITERS_MAX || !(w = calloc(1, sizeof(*w))))
+		if (tab->nr_records >= PT_LOCK_WAITERS_MAX || !(w = calloc(1, sizeof(*w)))) {
+			if (uid != 0)
+				uidtab_uncharge(tab->wait_uid, uid, 1, 0);
 			return NULL;
+		}
 		w->tab = tab;
 		w->all = tab->all;
 		tab->all = w;
@@ -713,6 +741,7 @@ static struct lock_waiter *waiter_get(struct pt_locks *tab)
 	}
 	w->next = NULL;
 	w->irq = false;
+	w->uid = uid;
 	w->state = W_NEW;
 	return w;
 }
@@ -728,8 +757,10 @@ static void wait_for(struct pt_locks *tab, fuse_req_t req, struct lock_owner *lo
 	struct lock_waiter *w;
 	int rc;
 
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
 	pthread_mutex_lock(&tab->lock);
-	w = waiter_get(tab);
+	w = waiter_get(tab, ctx ? ctx->uid : 0);
 	if (!w) {
 		bool dead = lo && unref(lo);
 

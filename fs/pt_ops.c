@@ -1057,12 +1057,13 @@ static void ctl_write_buf(fuse_req_t req, struct fuse_bufvec *in_buf, struct fus
  * the offsets it chose, natively, where the backing fd would still put every write at the end
  * (and copy_file_range into it fails with EBADF). Such writes go to a second description of
  * the same file opened without O_APPEND, on first need, kept until release. Returns an fd, or
- * -errno if that open fails.
+ * -errno if that open fails (EMFILE past the opener's open_limit or uid_open_limit, or at the
+ * descriptor reserve: fdcap.h).
  */
-static int write_fd(const struct pt_fs *fs, struct pt_file *pf, int flags)
+static int write_fd(struct pt_fs *fs, struct pt_file *pf, int flags)
 {
 	char proc[32];
-	int fd, fl, expected = -1;
+	int fd, fl, rc, expected = -1;
 
 	/* as opened; or the kernel chose the offset (it does for O_APPEND set later, and under
 	 * writeback caching, whose backing fds never have O_APPEND) */
@@ -1074,13 +1075,21 @@ static int write_fd(const struct pt_fs *fs, struct pt_file *pf, int flags)
 	fl = fcntl(pf->fd, F_GETFL);
 	if (fl == -1)
 		return -errno;
+	/* a descriptor like any other open file's: within open_limit and below the reserve */
+	rc = pt__file_count_fd(fs, pf);
+	if (rc < 0)
+		return rc;
 	pt__proc_path(proc, sizeof(proc), pf->fd);
-	fd = open(proc, (fl & (O_ACCMODE | O_SYNC | O_DSYNC | O_NOATIME)) | O_CLOEXEC);
-	if (fd == -1)
-		return -errno;
+	fd = fdcap_keep(open(proc, (fl & (O_ACCMODE | O_SYNC | O_DSYNC | O_NOATIME)) | O_CLOEXEC));
+	if (fd == -1) {
+		rc = -errno;
+		pt__file_uncount_fd(fs, pf);
+		return rc;
+	}
 	/* another thread may have opened one meanwhile: keep the first */
 	if (!atomic_compare_exchange_strong(&pf->plain_fd, &expected, fd)) {
 		close(fd);
+		pt__file_uncount_fd(fs, pf);
 		fd = expected;
 	}
 	return fd;

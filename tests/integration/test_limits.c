@@ -439,6 +439,70 @@ Test(limits, open_limit_gives_emfile_to_the_hoarding_group_only)
 	mnt_cr_finish(&m);
 }
 
+/*
+ * A handle whose O_APPEND the caller cleared (fcntl F_SETFL) writes through a second
+ * descriptor in the daemon, which counts as an open file of its group like any other. With
+ * open_limit=4: three handles, then one such write (4 in use) succeeds and lands at its
+ * offset; a second one is refused with EMFILE (it would be a fifth descriptor), as is a
+ * fourth open; closing the first handle gives back both of its descriptors. Exit 0, or the
+ * step that went wrong.
+ */
+static int append_cleared(void *arg)
+{
+	(void)arg;
+	char p[PATH_MAX + 32];
+	int fd[4];
+
+	prctl(PR_SET_NAME, "cfqfs-hog");
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", open_dir, i);
+		fd[i] = open(p, O_WRONLY | O_APPEND);
+		if (fd[i] < 0)
+			return 10 + i;
+	}
+	if (fcntl(fd[0], F_SETFL, 0) != 0 || pwrite(fd[0], "y", 1, 0) != 1)
+		return 20;
+	if (fcntl(fd[1], F_SETFL, 0) != 0)
+		return 30;
+	if (pwrite(fd[1], "y", 1, 0) != -1 || errno != EMFILE)
+		return 31;
+	snprintf(p, sizeof(p), "%s/f3", open_dir);
+	if (open(p, O_RDONLY) != -1 || errno != EMFILE)
+		return 40;
+	close(fd[0]);
+	/* RELEASE is asynchronous: the two descriptors come back shortly */
+	for (int i = 0; i < 200; i++) {
+		fd[3] = open(p, O_RDONLY);
+		if (fd[3] >= 0)
+			break;
+		if (errno != EMFILE)
+			return 50;
+		usleep(10000);
+	}
+	if (fd[3] < 0)
+		return 51;
+	if (pwrite(fd[1], "z", 1, 0) != 1) /* now f1's second descriptor fits: 4 in use */
+		return 60;
+	return 0;
+}
+
+Test(limits, a_second_descriptor_after_clearing_o_append_counts_against_open_limit)
+{
+	char got[2] = "";
+
+	make_files(4);
+	wl_cr_mount(&m, conf_text, "open_limit=4");
+	snprintf(open_dir, sizeof(open_dir), "%s", mnt_path(&m, "files"));
+	int rc = mnt_fork_run(append_cleared, NULL, 30000);
+	cr_expect_eq(rc, 0, "step %d failed (31: the fifth descriptor was not refused with "
+		     "EMFILE; 40: nor a fourth open)", rc);
+	cr_assert_eq(mnt_get(src_path(&m, "files/f0"), got, 1), 1);
+	cr_expect_eq(got[0], 'y', "the write after clearing O_APPEND did not land at offset 0");
+	cr_assert_eq(mnt_get(src_path(&m, "files/f1"), got, 1), 1);
+	cr_expect_eq(got[0], 'z');
+	mnt_cr_finish(&m);
+}
+
 /* Victim opens while the hog holds the maximum: a victim that is refused here means the limit
  * is not per group. */
 static int hold_and_signal(int *pipefd)

@@ -243,6 +243,32 @@ Test(config, max_background_default_file_and_range)
 	cr_assert_eq(c.max_background, 65535);
 }
 
+Test(config, per_user_bounds_default_to_the_group_values_and_are_range_checked)
+{
+	struct cfqfs_config c;
+	char err[CFG_ERR_MAX] = "";
+
+	cfg_defaults(&c);
+	cr_assert_eq(c.uid_queue_limit + c.uid_queue_limit_mb + c.uid_open_limit, 0,
+		     "0: the per-group value");
+	write_conf("uid_queue_limit = 64;\nuid_queue_limit_mb = 8;\nuid_open_limit = 100;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.uid_queue_limit, 64);
+	cr_assert_eq(c.uid_queue_limit_mb, 8);
+	cr_assert_eq(c.uid_open_limit, 100);
+	write_conf("\n\nuid_queue_limit = 8;\n");
+	cr_assert_eq(cfg_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, ":3: uid_queue_limit:") && strstr(err, "8 is out of range"), "%s",
+		  err);
+	cr_assert_eq(cfg_set(&c, "uid_queue_limit", "15", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(c.uid_queue_limit, 64, "a refused value changed the config");
+	cr_assert_eq(cfg_set(&c, "uid_queue_limit", "0", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.uid_queue_limit, 0);
+	cr_assert_eq(cfg_set(&c, "uid_queue_limit_mb", "1048577", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "uid_queue_limit_mb"), "%s", err);
+	cr_assert_eq(cfg_set(&c, "uid_open_limit", "-1", err, sizeof(err)), -EINVAL);
+}
+
 Test(config, syntax_error_reports_line)
 {
 	struct cfqfs_config c;
