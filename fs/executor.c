@@ -203,7 +203,8 @@ struct executor {
 	struct grp_load *load;	   /* [nr_load], indexed by group id; protected by lock */
 	struct uidtab *uid_load;   /* the same per uid but 0 (uidtab.h); protected by lock */
 	size_t nr_load;		   /* protected by lock */
-	sched_ns limit_warned;	   /* [ns] last limit warning; protected by lock */
+	sched_ns limit_warned;	   /* [ns] last group limit warning; protected by lock */
+	sched_ns uid_limit_warned; /* [ns] last per-user limit warning; protected by lock */
 	unsigned nr_irq_watch;	   /* records with irq_tid set; protected by lock */
 	struct exec_req *irq_cursor; /* where recheck_interrupted() goes on, or NULL; by lock */
 	sched_ns irq_check_at;	   /* [ns] next recheck_interrupted(); protected by lock */
@@ -1189,8 +1190,11 @@ static int charge(struct executor *ex, struct exec_req *er, sched_ns now, int *w
 			over = WARN_UID;
 	}
 	if (over) {
-		if (ex->limit_warned == 0 || now - ex->limit_warned >= EXEC_LIMIT_WARN_NS) {
-			ex->limit_warned = now ? now : 1;
+		/* one warning per interval of each kind: a tenant at its user bound must not
+		 * hide that a group reached its own */
+		sched_ns *last = over == WARN_UID ? &ex->uid_limit_warned : &ex->limit_warned;
+		if (*last == 0 || now - *last >= EXEC_LIMIT_WARN_NS) {
+			*last = now ? now : 1;
 			*warn = over;
 		}
 		return -EAGAIN;
