@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,36 @@ static int put_knob(const char *dir, unsigned conn, const char *knob, unsigned v
 	return r;
 }
 
+/* Reads the decimal value of DIR/CONN/KNOB. 0 or -errno (-EINVAL if it is not a number). */
+static int get_knob(const char *dir, unsigned conn, const char *knob, unsigned *v)
+{
+	char path[256], text[16];
+	ssize_t n;
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%u/%s", dir, conn, knob);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, text, sizeof(text) - 1);
+	if (n < 0) {
+		r = -errno;
+	} else {
+		char *end;
+		unsigned long x;
+
+		text[n] = '\0';
+		errno = 0;
+		x = strtoul(text, &end, 10);
+		if (end == text || errno || x > UINT_MAX || (*end && *end != '\n'))
+			r = -EINVAL;
+		else
+			*v = (unsigned)x;
+	}
+	close(fd);
+	return r;
+}
+
 int fusectl_set_background(const char *dir, unsigned conn, unsigned bg)
 {
 	unsigned cong = fusectl_congestion_for(bg);
@@ -106,9 +137,16 @@ int fusectl_set_background(const char *dir, unsigned conn, unsigned bg)
 	if (access(path, W_OK) < 0)
 		return -errno;
 	/* Each is accepted on its own; a threshold briefly off its ratio only changes when
-	 * the kernel starts cutting readahead. */
+	 * the kernel starts cutting readahead. If the threshold cannot be written, the old
+	 * max_background goes back, so the caller, which then keeps its old value, stays in
+	 * step with the kernel. */
+	unsigned old = 0;
+	bool known = get_knob(dir, conn, "max_background", &old) == 0;
 	r = put_knob(dir, conn, "max_background", bg);
-	if (r == 0)
+	if (r == 0) {
 		r = put_knob(dir, conn, "congestion_threshold", cong);
+		if (r < 0 && known)
+			(void)put_knob(dir, conn, "max_background", old);
+	}
 	return r;
 }

@@ -38,7 +38,8 @@ int fusectl_find(const char *mountinfo, const char *mnt, unsigned *conn);
  * Requires bg in [1, 65535] (the kernel's limit) else -EINVAL, nothing written. Writes
  * max_background first, then the threshold. Returns 0, or -ENOENT (fusectl not mounted or
  * no such connection), -EACCES without the right to write, or the -errno of the write that
- * failed (when the second fails the first has taken effect).
+ * failed; when the threshold's fails, max_background is put back to the value it had (if it
+ * could be read), so nothing has changed then either.
  */
 int fusectl_set_background(const char *dir, unsigned conn, unsigned bg);
 

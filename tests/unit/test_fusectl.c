@@ -137,6 +137,21 @@ Test(fusectl, sets_both_knobs)
 	cr_assert_eq(get(p), 225);
 }
 
+/* A threshold that cannot be written (here a directory: root may write any file) leaves
+ * max_background as it was, so the daemon, which keeps its old value, stays in step. */
+Test(fusectl, a_failed_threshold_write_puts_max_background_back)
+{
+	char p[160];
+
+	make_conn(42, "128\n", "96\n");
+	snprintf(p, sizeof(p), "%s/42/congestion_threshold", dir);
+	cr_assert_eq(unlink(p), 0);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	cr_assert_eq(fusectl_set_background(dir, 42, 300), -EISDIR);
+	snprintf(p, sizeof(p), "%s/42/max_background", dir);
+	cr_assert_eq(get(p), 128, "max_background left at the new value");
+}
+
 Test(fusectl, refuses_out_of_range_and_missing_connections)
 {
 	char p[160];
